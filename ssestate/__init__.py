@@ -1,0 +1,49 @@
+"""ssestate: a sans-IO parser for Server-Sent Events and OpenAI-style
+chat-completion streams.
+
+Every public name is re-exported here from the private modules; import from
+``ssestate`` only.  Importing it loads nothing outside the standard library.
+"""
+
+from ._encode import DONE_BYTES, encode, encode_chunk
+from ._events import (
+    ChatEvent,
+    Delta,
+    Done,
+    Finish,
+    Heartbeat,
+    ServerSentEvent,
+    StreamError,
+    ToolCallFragment,
+    Truncated,
+    Usage,
+)
+from ._framing import DEFAULT_MAX_EVENT_SIZE, EventStreamParser, FramingEvent
+from ._util import CLOSED, NEED_DATA, LocalProtocolError, ProtocolError, RemoteProtocolError, Sentinel
+
+__version__ = "0.1.0"
+
+__all__ = (
+    "CLOSED",
+    "DEFAULT_MAX_EVENT_SIZE",
+    "DONE_BYTES",
+    "NEED_DATA",
+    "ChatEvent",
+    "Delta",
+    "Done",
+    "EventStreamParser",
+    "Finish",
+    "FramingEvent",
+    "Heartbeat",
+    "LocalProtocolError",
+    "ProtocolError",
+    "RemoteProtocolError",
+    "Sentinel",
+    "ServerSentEvent",
+    "StreamError",
+    "ToolCallFragment",
+    "Truncated",
+    "Usage",
+    "encode",
+    "encode_chunk",
+)

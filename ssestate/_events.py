@@ -1,0 +1,150 @@
+"""The events the machines hand out.
+
+Theory of operation: every event is a frozen, slotted dataclass compared by
+value, with its fields in the order SPEC §2/§3 lists them, so outside code
+may build them positionally.  Fields that may hold a mapping or a list
+(``Usage.raw``, ``StreamError.body``, ``Delta.logprobs``) are left out of the
+hash, so every event stays hashable whatever the server sent.
+
+The parsers build thousands of events a second, and a frozen dataclass's
+generated ``__init__`` pays one ``object.__setattr__`` call per field.  So
+each event class has a private twin (``_fast(cls)``): a plain slotted class
+with the same slots whose ``__init__`` stores the fields directly and then
+turns the instance into the public class (``__class__`` assignment between
+classes of identical slot layout).  What comes out is a genuine, frozen
+instance of the public class; only its construction is cheaper.  Don't
+subclass the events.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Mapping
+from typing import Any, TypeVar
+
+__all__ = [
+    "ChatEvent",
+    "Delta",
+    "Done",
+    "Finish",
+    "Heartbeat",
+    "ServerSentEvent",
+    "StreamError",
+    "ToolCallFragment",
+    "Truncated",
+    "Usage",
+]
+
+_frozen = dataclasses.dataclass(frozen=True, slots=True)
+
+
+@_frozen
+class ServerSentEvent:
+    """One dispatched event-stream event (WHATWG "dispatch the event").
+
+    Attributes:
+        event: the event type; "message" when the block set none.
+        data: the data buffer, lines joined with LF.
+        id: the last-event-ID buffer at dispatch; "" when never set.
+        retry: the reconnection time a ``retry`` field set in this block.
+    """
+
+    event: str = "message"
+    data: str = ""
+    id: str = ""
+    retry: int | None = None
+
+
+@_frozen
+class Heartbeat:
+    """A comment line (``: ping``): the text after the colon."""
+
+    comment: str = ""
+
+
+@_frozen
+class Truncated:
+    """The stream ended before it was complete.
+
+    ``reason`` is "partial-event" (``pending`` bytes of an unfinished event
+    were lost) or "eof-before-done" (a choice never finished, no ``[DONE]``).
+    """
+
+    reason: str
+    pending: int = 0
+
+
+@_frozen
+class Delta:
+    """Text for one choice: role, content, reasoning or refusal."""
+
+    choice: int
+    content: str = ""
+    role: str | None = None
+    reasoning: str | None = None
+    refusal: str | None = None
+    logprobs: object | None = dataclasses.field(default=None, hash=False)
+
+
+@_frozen
+class ToolCallFragment:
+    """One ``tool_calls[]`` entry of one chunk; ``arguments`` is raw text."""
+
+    choice: int
+    index: int
+    id: str | None = None
+    name: str | None = None
+    arguments: str = ""
+
+
+@_frozen
+class Finish:
+    """A choice's ``finish_reason`` became (or changed to) ``reason``."""
+
+    choice: int
+    reason: str
+
+
+@_frozen
+class Usage:
+    """Token counts; ``raw`` is the ``usage`` object as the server sent it."""
+
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    total_tokens: int = 0
+    raw: Mapping[str, Any] = dataclasses.field(default_factory=dict, hash=False)
+
+
+@_frozen
+class Done:
+    """The stream is complete: ``[DONE]`` (sentinel=True) or a clean end."""
+
+    sentinel: bool = True
+
+
+@_frozen
+class StreamError:
+    """An error the server reported, before or inside the stream."""
+
+    status: int | None = None
+    code: str | None = None
+    message: str = ""
+    type: str | None = None
+    body: object = dataclasses.field(default=None, hash=False)
+
+
+ChatEvent = Delta | ToolCallFragment | Finish | Usage | Done | Heartbeat | Truncated | StreamError
+
+_T = TypeVar("_T")
+
+
+def _fast(cls: type[_T]) -> Callable[..., _T]:
+    """Return a positional constructor for ``cls`` that skips the frozen
+    ``__setattr__`` round trips (see the module docstring)."""
+    names = [f.name for f in dataclasses.fields(cls)]  # type: ignore[arg-type]
+    body = "".join(f"    self.{n} = {n}\n" for n in names)
+    src = f"def __init__(self, {', '.join(names)}):\n{body}    self.__class__ = cls\n"
+    namespace: dict[str, Any] = {"cls": cls}
+    exec(src, namespace)  # noqa: S102 - fixed source built from field names
+    twin = type("_fast_" + cls.__name__, (), {"__slots__": tuple(names), "__init__": namespace["__init__"]})
+    return twin

@@ -1,0 +1,299 @@
+"""EventStreamParser: the WHATWG "interpret an event stream" algorithm, sans-IO.
+
+Theory of operation
+-------------------
+Bytes come in through ``receive_data`` (``b""`` is end of stream) and are
+only appended to one ``bytearray``.  All work happens in ``next_event``: when
+its output queue is empty it runs one *step*, which takes every complete line
+out of the buffer at once, decodes them, interprets them and queues the
+events they dispatch.  Then it hands them out one per call.
+
+* A step finds the **last** line terminator in the buffer with C-level
+  ``rfind`` calls that resume where the previous fruitless search stopped
+  (``_scanned``), so a line that arrives in a million pieces is searched
+  once, not a million times.  Everything up to that terminator is the
+  *batch*; it leaves the buffer with one ``del buf[:n]`` (which only moves
+  the bytearray's start pointer) or is swapped out whole.
+* The batch is decoded once, with replacement.  CR and LF never occur inside
+  a UTF-8 sequence, so decoding complete lines gives the same text whatever
+  the chunking, and a character split across chunks waits, undamaged, in the
+  unterminated tail.
+* CRLF and lone CR are folded into LF (two C-level ``str.replace`` calls,
+  skipped when the batch holds no CR); a batch that ends in CR sets
+  ``_skip_lf`` so that an LF starting the next data is swallowed, while the
+  line itself is finished at once.
+* The line loop (``_lines``) is the hot path: a ``data:`` line is appended to
+  the data list, a blank line dispatches, a comment becomes a ``Heartbeat``,
+  anything else goes to ``_field``.
+* Byte offsets are not tracked per line (that would cost every line).  The
+  stream offset of the buffer start is kept; the few things that need the
+  offset of a line inside a batch (the start of an unfinished block for
+  ``Truncated.pending`` and the size limit, the end of an event for error
+  messages) recompute it from the kept batch bytes, which costs one pass
+  over one batch and happens only on those rare paths.
+
+State that outlives a step: the unfinished block (data list, event type,
+``retry`` of this block, whether a field line was read since the last blank
+line and where that block started), the last-event-ID buffer, and the flags
+for BOM, skipped LF, end of stream and errors.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import deque
+from typing import Union
+
+from ._events import Heartbeat, ServerSentEvent, Truncated, _fast
+from ._util import CLOSED, NEED_DATA, LocalProtocolError, RemoteProtocolError, Sentinel
+
+__all__ = ["DEFAULT_MAX_EVENT_SIZE", "EventStreamParser", "FramingEvent"]
+
+# 16 MiB: far above any chat-completion chunk (a few hundred bytes; a whole
+# non-streamed tool call rarely exceeds a few hundred KiB) and still small
+# enough that 10,000 concurrent streams cannot be made to hold terabytes.
+DEFAULT_MAX_EVENT_SIZE = 16 * 1024 * 1024
+
+FramingEvent = Union[ServerSentEvent, Heartbeat, Truncated]
+
+_BOM = b"\xef\xbb\xbf"
+_TERMINATOR = re.compile(rb"\r\n|\r|\n")
+_new_event = _fast(ServerSentEvent)
+_new_heartbeat = _fast(Heartbeat)
+
+
+class EventStreamParser:
+    """Turn the bytes of a ``text/event-stream`` body into events.
+
+    Args:
+        max_event_size: the most bytes one unfinished event may hold (its
+            lines since the last blank line plus the unterminated line).
+
+    Attributes:
+        last_event_id: the "last event ID string": the id buffer as it stood
+            when the latest blank line ended a block.
+        retry: the latest valid ``retry`` value seen, else None.
+    """
+
+    def __init__(self, max_event_size: int = DEFAULT_MAX_EVENT_SIZE) -> None:
+        if max_event_size < 1:
+            raise LocalProtocolError(f"max_event_size must be positive, got {max_event_size}")
+        self.max_event_size = max_event_size
+        self.last_event_id = ""
+        self.retry: int | None = None
+        self._buf = bytearray()
+        self._scanned = 0  # bytes at the start of _buf known to hold no terminator
+        self._offset = 0  # stream offset of _buf[0]
+        self._started = False  # the BOM check has been made
+        self._skip_lf = False  # the last batch ended in CR: swallow one LF
+        self._eof = False
+        self._closed = False
+        self._pending_error: RemoteProtocolError | None = None
+        self._poisoned: str | None = None
+        self._out: deque[FramingEvent] = deque()
+        # The unfinished block.
+        self._data: list[str] = []
+        self._type = ""
+        self._id_buf = ""
+        self._block_retry: int | None = None
+        self._open = False  # a field line was read since the last blank line
+        self._block_start = 0  # stream offset of that block's first field line
+        # The latest batch, kept for the rare paths that need line offsets.
+        self._batch: bytes | bytearray = b""
+        self._batch_lines: list[str] = []
+        self._batch_base = 0
+        self._batch_state = (False, False)  # (_open, bool(_data)) before it
+        self._batch_count = 0  # queue length right after it was interpreted
+
+    # -- public API ---------------------------------------------------------
+
+    def receive_data(self, data: bytes | bytearray | memoryview) -> None:
+        """Append bytes of the stream; ``b""`` marks its end (may repeat)."""
+        if self._poisoned is not None:
+            raise LocalProtocolError(f"parser unusable after an earlier error: {self._poisoned}")
+        if data:
+            if self._eof:
+                raise LocalProtocolError(
+                    f"receive_data() got {len(data)} bytes after end of stream "
+                    f"(stream ended at byte {self._offset + len(self._buf)})",
+                    self._offset + len(self._buf),
+                )
+            self._buf += data
+        else:
+            self._eof = True
+
+    def next_event(self) -> FramingEvent | Sentinel:
+        """Return the next event, ``NEED_DATA`` or ``CLOSED``.
+
+        Raises:
+            RemoteProtocolError: an unfinished event outgrew ``max_event_size``.
+                Every event before it has been handed out first.
+            LocalProtocolError: the parser was used after such an error.
+
+        Any other exception is a bug in ssestate.
+        """
+        out = self._out
+        if out:
+            return out.popleft()
+        if self._poisoned is not None:
+            raise LocalProtocolError(f"parser unusable after an earlier error: {self._poisoned}")
+        if self._pending_error is not None:
+            self._poisoned = str(self._pending_error)
+            raise self._pending_error
+        if self._closed:
+            return CLOSED
+        self._step()
+        if out:
+            return out.popleft()
+        return self.next_event() if self._pending_error or self._closed else NEED_DATA
+
+    # -- the step -------------------------------------------------------------
+
+    def _step(self) -> None:
+        buf = self._buf
+        if self._skip_lf and buf:
+            self._skip_lf = False
+            if buf[0] == 0x0A:
+                del buf[0]
+                self._offset += 1
+        if not self._started:
+            # One U+FEFF at the very start of the stream is dropped, no other.
+            if len(buf) < 3 and _BOM.startswith(buf) and not self._eof:
+                return
+            self._started = True
+            if buf.startswith(_BOM):
+                del buf[:3]
+                self._offset += 3
+        start = self._scanned
+        end = buf.rfind(b"\n", start)
+        cr = buf.rfind(b"\r", end + 1 if end >= 0 else start)
+        if cr > end:
+            end = cr
+        if end >= 0:
+            end += 1
+            if end == len(buf):
+                batch: bytes | bytearray = buf
+                self._buf = buf = bytearray()
+            else:
+                batch = buf[:end]
+                del buf[:end]
+            self._skip_lf = batch[-1] == 0x0D and not buf
+            self._interpret(batch)
+        self._scanned = len(buf)
+        pending = len(buf) + (self._offset - self._block_start if self._open else 0)
+        if self._eof:
+            self._closed = True
+            if pending:
+                self._out.append(Truncated("partial-event", pending))
+        elif pending > self.max_event_size:
+            self._pending_error = RemoteProtocolError(
+                f"event too large: {pending} bytes of an unfinished event at "
+                f"byte {self._offset + len(buf) - pending} exceed "
+                f"max_event_size={self.max_event_size}",
+                self._offset + len(buf) - pending,
+            )
+
+    def _interpret(self, batch: bytes | bytearray) -> None:
+        text = batch.decode("utf-8", "replace")
+        if "\r" in text:
+            text = text.replace("\r\n", "\n").replace("\r", "\n")
+        lines = text.split("\n")
+        lines.pop()  # the batch ends with a terminator: the last piece is ""
+        was_open = self._open
+        self._batch = batch
+        self._batch_lines = lines
+        self._batch_base = self._offset
+        self._batch_state = (was_open, bool(self._data))
+        self._offset += len(batch)
+        self._lines(lines)
+        self._batch_count = len(self._out)
+        if self._open:
+            # Find where the block that is still open began, if in this batch.
+            k = len(lines)
+            while k and lines[k - 1]:
+                k -= 1
+            if k or not was_open:
+                while lines[k][:1] == ":":
+                    k += 1
+                self._block_start = self._line_offset(k)
+
+    def _lines(self, lines: list[str]) -> None:
+        """Interpret complete lines: the hot path."""
+        data = self._data
+        out = self._out
+        is_open = self._open
+        for line in lines:
+            if line[:5] == "data:":
+                is_open = True
+                data.append(line[6:] if line[5:6] == " " else line[5:])
+            elif not line:
+                # A blank line: "dispatch the event".
+                if is_open:
+                    is_open = False
+                    self.last_event_id = self._id_buf
+                    if data:
+                        out.append(
+                            _new_event(
+                                self._type or "message",
+                                data[0] if len(data) == 1 else "\n".join(data),
+                                self._id_buf,
+                                self._block_retry,
+                            )
+                        )
+                        data.clear()
+                    self._type = ""
+                    self._block_retry = None
+            elif line[0] == ":":
+                out.append(_new_heartbeat(line[2:] if line[1:2] == " " else line[1:]))
+            else:
+                is_open = True
+                self._field(line)
+        self._open = is_open
+
+    def _field(self, line: str) -> None:
+        name, colon, value = line.partition(":")
+        if colon and value[:1] == " ":
+            value = value[1:]
+        if name == "data":  # "data" with no colon: an empty value
+            self._data.append(value)
+        elif name == "event":
+            self._type = value
+        elif name == "id":
+            if "\x00" not in value:
+                self._id_buf = value
+        elif name == "retry":
+            if value.isascii() and value.isdigit():
+                self.retry = self._block_retry = int(value)
+        # Any other field name is ignored.
+
+    # -- offsets, for the rare paths -----------------------------------------
+
+    def _line_offset(self, k: int) -> int:
+        """Stream offset of the start of line ``k`` of the latest batch."""
+        if k == 0:
+            return self._batch_base
+        ends = _TERMINATOR.finditer(self._batch)
+        for _ in range(k - 1):
+            next(ends)
+        return self._batch_base + next(ends).end()
+
+    def _handed_end(self) -> int:
+        """Stream offset just past the line that produced the latest event
+        handed out from the latest batch (the blank line that dispatched it,
+        or the comment line of a heartbeat)."""
+        nth = self._batch_count - len(self._out) - 1
+        is_open, has_data = self._batch_state
+        for k, line in enumerate(self._batch_lines):
+            if line[:5] == "data:" or line == "data":
+                is_open = has_data = True
+            elif not line:
+                if has_data:
+                    nth -= 1
+                is_open = has_data = False
+            elif line[0] == ":":
+                nth -= 1
+            else:
+                is_open = True
+            if nth < 0:
+                return self._line_offset(k + 1)
+        return self._offset
