@@ -41,7 +41,6 @@ for BOM, skipped LF, end of stream and errors.
 from __future__ import annotations
 
 import re
-from collections import deque
 from typing import Union
 
 from ._events import Heartbeat, ServerSentEvent, Truncated, _fast
@@ -75,6 +74,33 @@ class EventStreamParser:
         retry: the latest valid ``retry`` value seen, else None.
     """
 
+    __slots__ = (
+        "_batch",
+        "_batch_base",
+        "_batch_has_data",
+        "_batch_lines",
+        "_block_retry",
+        "_block_start",
+        "_buf",
+        "_closed",
+        "_data",
+        "_eof",
+        "_id_buf",
+        "_offset",
+        "_open",
+        "_out",
+        "_pending_error",
+        "_poisoned",
+        "_pos",
+        "_scanned",
+        "_skip_lf",
+        "_started",
+        "_type",
+        "last_event_id",
+        "max_event_size",
+        "retry",
+    )
+
     def __init__(self, max_event_size: int = DEFAULT_MAX_EVENT_SIZE) -> None:
         if max_event_size < 1:
             raise LocalProtocolError(f"max_event_size must be positive, got {max_event_size}")
@@ -90,7 +116,8 @@ class EventStreamParser:
         self._closed = False
         self._pending_error: RemoteProtocolError | None = None
         self._poisoned: str | None = None
-        self._out: deque[FramingEvent] = deque()
+        self._out: list[FramingEvent] = []  # events of the latest step...
+        self._pos = 0  # ...of which this many were handed out
         # The unfinished block.
         self._data: list[str] = []
         self._type = ""
@@ -102,8 +129,7 @@ class EventStreamParser:
         self._batch: bytes | bytearray = b""
         self._batch_lines: list[str] = []
         self._batch_base = 0
-        self._batch_state = (False, False)  # (_open, bool(_data)) before it
-        self._batch_count = 0  # queue length right after it was interpreted
+        self._batch_has_data = False  # the data buffer was not empty before it
 
     # -- public API ---------------------------------------------------------
 
@@ -133,8 +159,10 @@ class EventStreamParser:
         Any other exception is a bug in ssestate.
         """
         out = self._out
-        if out:
-            return out.popleft()
+        pos = self._pos
+        if pos < len(out):
+            self._pos = pos + 1
+            return out[pos]
         if self._poisoned is not None:
             raise LocalProtocolError(f"parser unusable after an earlier error: {self._poisoned}")
         if self._pending_error is not None:
@@ -142,9 +170,12 @@ class EventStreamParser:
             raise self._pending_error
         if self._closed:
             return CLOSED
+        out.clear()
+        self._pos = 0
         self._step()
         if out:
-            return out.popleft()
+            self._pos = 1
+            return out[0]
         return self.next_event() if self._pending_error or self._closed else NEED_DATA
 
     # -- the step -------------------------------------------------------------
@@ -203,10 +234,9 @@ class EventStreamParser:
         self._batch = batch
         self._batch_lines = lines
         self._batch_base = self._offset
-        self._batch_state = (was_open, bool(self._data))
+        self._batch_has_data = bool(self._data)
         self._offset += len(batch)
         self._lines(lines)
-        self._batch_count = len(self._out)
         if self._open:
             # Find where the block that is still open began, if in this batch.
             k = len(lines)
@@ -281,19 +311,17 @@ class EventStreamParser:
         """Stream offset just past the line that produced the latest event
         handed out from the latest batch (the blank line that dispatched it,
         or the comment line of a heartbeat)."""
-        nth = self._batch_count - len(self._out) - 1
-        is_open, has_data = self._batch_state
+        nth = self._pos - 1
+        has_data = self._batch_has_data
         for k, line in enumerate(self._batch_lines):
             if line[:5] == "data:" or line == "data":
-                is_open = has_data = True
+                has_data = True
             elif not line:
                 if has_data:
                     nth -= 1
-                is_open = has_data = False
+                has_data = False
             elif line[0] == ":":
                 nth -= 1
-            else:
-                is_open = True
             if nth < 0:
                 return self._line_offset(k + 1)
         return self._offset

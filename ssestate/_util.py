@@ -52,6 +52,8 @@ class Sentinel(enum.Enum):
     def __repr__(self) -> str:
         return self.value
 
+    __str__ = __repr__
+
 
 NEED_DATA = Sentinel.NEED_DATA
 CLOSED = Sentinel.CLOSED

@@ -1,0 +1,472 @@
+"""ChatStream: OpenAI-style chat-completion chunks as typed events, sans-IO.
+
+Theory of operation
+-------------------
+``ChatStream`` composes an ``EventStreamParser`` (it owns one and reads only
+its events) with a chunk interpreter.  Bytes go in through ``receive_data``;
+``next_event`` pulls framing events from the parser one at a time and turns
+each into zero or more chat events, queued in wire order and handed out one
+per call.
+
+The response head decides the mode once, at construction:
+
+* **stream** (2xx and ``text/event-stream``): every ``data`` payload is one
+  chunk.  ``[DONE]`` (exact, ASCII whitespace aside) ends the stream at once:
+  ``Done(sentinel=True)``, and every later byte is ignored.  Any other
+  payload is decoded with the C JSON scanner; an object goes through
+  ``_chunk`` (the hot path: choices in array order, per choice its ``Delta``,
+  its ``ToolCallFragment``s, its ``Finish``; then ``Usage``; then
+  ``StreamError`` when the chunk has a non-empty ``error`` member).  Anything
+  else that is not JSON raises ``RemoteProtocolError`` (``strict=True``) or is
+  skipped.  At end of stream: ``Done(sentinel=False)`` when every started
+  choice has finished, else ``Truncated("eof-before-done")`` — unless the
+  parser already reported ``Truncated("partial-event")``.
+* **buffered** (any other status or content type): the body is kept (up to
+  ``max_event_size``) and read whole at end of stream.  A ``chat.completion``
+  on a 2xx status becomes the events a stream of it would have produced, then
+  ``Done(sentinel=False)``; anything else becomes one ``StreamError``.
+
+Per-stream state is small: the parser, the output queue, the finish reason
+of every choice seen (to emit ``Finish`` once per reason and to decide
+between ``Done`` and ``Truncated``), the ids of tool calls that came without
+an ``index`` (to tell a new call from a continuation), the metadata
+attributes, and the flags for end of stream, ``[DONE]`` and errors.
+"""
+
+from __future__ import annotations
+
+import json
+from json.scanner import make_scanner
+from typing import Any
+
+from ._events import (
+    ChatEvent,
+    Delta,
+    Done,
+    Finish,
+    Heartbeat,
+    ServerSentEvent,
+    StreamError,
+    ToolCallFragment,
+    Truncated,
+    Usage,
+    _fast,
+)
+from ._framing import DEFAULT_MAX_EVENT_SIZE, EventStreamParser
+from ._util import CLOSED, NEED_DATA, LocalProtocolError, RemoteProtocolError, Sentinel
+
+__all__ = ["ChatStream"]
+
+_scan = make_scanner(json.JSONDecoder())
+_new_delta = _fast(Delta)
+_new_fragment = _fast(ToolCallFragment)
+_new_finish = _fast(Finish)
+_new_usage = _fast(Usage)
+_ASCII_WS = " \t\n\r\x0c"
+_META = ("id", "model", "created", "system_fingerprint")
+_DONE_SENTINEL = Done(True)
+
+
+class ChatStream:
+    """Turn the body of a streamed ``/chat/completions`` response into events.
+
+    Args:
+        status_code: the HTTP status of the response.
+        content_type: its ``Content-Type`` header.
+        strict: raise ``RemoteProtocolError`` on a ``data`` payload that is not
+            JSON (True) or skip it (False).
+        max_event_size: passed to the ``EventStreamParser``; also bounds a
+            buffered (non-stream) body.
+
+    Attributes:
+        response_id, model, created, system_fingerprint: from the first chunk
+            that carries each ("" and 0 count as absent); None until then.
+    """
+
+    __slots__ = (
+        "_body",
+        "_done",
+        "_eof",
+        "_events",
+        "_finish",
+        "_missing",
+        "_out",
+        "_parser",
+        "_pending_error",
+        "_poisoned",
+        "_pos",
+        "_streaming",
+        "_tool_ids",
+        "_tool_pos",
+        "_truncated",
+        "content_type",
+        "created",
+        "model",
+        "response_id",
+        "status_code",
+        "strict",
+        "system_fingerprint",
+    )
+
+    def __init__(
+        self,
+        status_code: int = 200,
+        content_type: str = "text/event-stream",
+        strict: bool = True,
+        max_event_size: int = DEFAULT_MAX_EVENT_SIZE,
+    ) -> None:
+        self.status_code = status_code
+        self.content_type = content_type
+        self.strict = strict
+        self.response_id: str | None = None
+        self.model: str | None = None
+        self.created: int | None = None
+        self.system_fingerprint: str | None = None
+        self._missing = _META
+        media = content_type.partition(";")[0].strip().lower()
+        self._streaming = 200 <= status_code < 300 and media == "text/event-stream"
+        self._parser = EventStreamParser(max_event_size)
+        self._body: bytearray | None = None  # the buffered body, when not streaming
+        self._out: list[ChatEvent] = []  # events of the latest payload...
+        self._pos = 0  # ...of which this many were handed out
+        self._finish: dict[int, str | None] = {}  # choice -> finish reason (None: started)
+        # For tool calls that come without an index (rare; created when needed):
+        # (choice, tool index) -> id, and (choice, array position) -> tool index.
+        self._tool_ids: dict[tuple[int, int], str] | None = None
+        self._tool_pos: dict[tuple[int, int], int] | None = None
+        self._events = 0  # data events seen, for error messages
+        self._eof = False
+        self._done = False  # [DONE] seen, or the buffered body was read
+        self._truncated = False
+        self._pending_error: RemoteProtocolError | None = None
+        self._poisoned: str | None = None
+
+    # -- public API ---------------------------------------------------------
+
+    def receive_data(self, data: bytes | bytearray | memoryview) -> None:
+        """Append bytes of the body; ``b""`` marks its end (may repeat)."""
+        if self._poisoned is not None:
+            raise LocalProtocolError(f"stream unusable after an earlier error: {self._poisoned}")
+        if not data:
+            self._eof = True
+            if not self._done:
+                self._parser.receive_data(b"")
+            return
+        if self._eof:
+            raise LocalProtocolError(f"receive_data() got {len(data)} bytes after end of stream")
+        if self._done:
+            return  # after [DONE] nothing more is read
+        if self._streaming:
+            self._parser.receive_data(data)
+            return
+        if self._body is None:
+            self._body = bytearray()
+        self._body += data
+        if len(self._body) > self._parser.max_event_size:
+            self._pending_error = RemoteProtocolError(
+                f"response body exceeds max_event_size={self._parser.max_event_size} "
+                f"at byte {len(self._body)} (status {self.status_code}, {self.content_type!r})",
+                len(self._body),
+            )
+
+    def next_event(self) -> ChatEvent | Sentinel:
+        """Return the next chat event, ``NEED_DATA`` or ``CLOSED``.
+
+        Raises:
+            RemoteProtocolError: a payload is not JSON (strict mode) or an
+                event/body outgrew ``max_event_size``; every event before it
+                has been handed out first.
+            LocalProtocolError: the stream was used after such an error.
+
+        Any other exception is a bug in ssestate.
+        """
+        out = self._out
+        pos = self._pos
+        if pos < len(out):
+            self._pos = pos + 1
+            return out[pos]
+        out.clear()
+        self._pos = 0
+        while not out:
+            if self._poisoned is not None:
+                raise LocalProtocolError(f"stream unusable after an earlier error: {self._poisoned}")
+            if self._pending_error is not None:
+                self._poisoned = str(self._pending_error)
+                raise self._pending_error
+            if self._done or not self._streaming:
+                if not self._eof:
+                    return NEED_DATA
+                if not self._done:
+                    self._done = True
+                    self._read_body()
+                    continue
+                return CLOSED
+            try:
+                ev = self._parser.next_event()
+            except RemoteProtocolError as exc:
+                self._poisoned = str(exc)
+                raise
+            if type(ev) is ServerSentEvent:
+                self._message(ev)
+            elif ev is NEED_DATA:
+                return NEED_DATA
+            elif type(ev) is Heartbeat:
+                return ev
+            elif type(ev) is Truncated:
+                self._truncated = True
+                return ev
+            else:  # CLOSED: the stream ended without [DONE]
+                self._done = True
+                if not self._truncated:
+                    finish = self._finish
+                    if finish and None not in finish.values():
+                        out.append(Done(False))
+                    else:
+                        out.append(Truncated("eof-before-done", 0))
+        self._pos = 1
+        return out[0]
+
+    # -- stream mode ------------------------------------------------------------
+
+    def _message(self, ev: ServerSentEvent) -> None:
+        """Interpret one dispatched event's data."""
+        self._events += 1
+        data = ev.data
+        if data[:1] == "{":
+            try:
+                chunk, end = _scan(data, 0)
+            except (StopIteration, ValueError, RecursionError):
+                chunk = end = None
+            if end == len(data) or (end is not None and not data[end:].strip(_ASCII_WS)):
+                if type(chunk) is dict:
+                    if ev.event == "error" and not chunk.get("error"):
+                        self._error_event(chunk, data)
+                    else:
+                        self._chunk(chunk)
+                    return
+        text = data.strip(_ASCII_WS)
+        if text == "[DONE]":
+            self._done = True
+            self._out.append(_DONE_SENTINEL)
+            return
+        if not text:
+            return
+        if ev.event == "error":
+            self._error_event(None, data)
+            return
+        try:
+            value = json.loads(text)
+        except (ValueError, RecursionError) as exc:
+            problem = f"is not JSON ({exc})"
+        else:
+            if type(value) is dict:
+                self._chunk(value)
+                return
+            problem = f"is JSON but not an object ({type(value).__name__})"
+        if self.strict:
+            end_at = self._parser._handed_end()
+            self._pending_error = RemoteProtocolError(
+                f"data payload of event {self._events} (ending at byte {end_at}) {problem}: {_snippet(data)}",
+                end_at,
+            )
+
+    def _chunk(self, chunk: dict[str, Any]) -> None:
+        """Interpret one chunk object: the hot path."""
+        out = self._out
+        if self._missing:
+            self._take_metadata(chunk)
+        choices = chunk.get("choices")
+        if type(choices) is list:
+            finish_of = self._finish
+            for pos, c in enumerate(choices):
+                if type(c) is not dict:
+                    continue
+                i = c.get("index")
+                if type(i) is not int:
+                    i = pos
+                if i not in finish_of:
+                    finish_of[i] = None
+                delta = c.get("delta")
+                if type(delta) is dict:
+                    content = ""
+                    role = reasoning = alt = refusal = calls = None
+                    for k, v in delta.items():
+                        if k == "content":
+                            if type(v) is str:
+                                content = v
+                        elif k == "role":
+                            role = v
+                        elif k == "reasoning_content":
+                            reasoning = v
+                        elif k == "reasoning":
+                            alt = v
+                        elif k == "refusal":
+                            refusal = v
+                        elif k == "tool_calls":
+                            calls = v
+                    if type(role) is not str or not role:
+                        role = None
+                    if type(reasoning) is not str or not reasoning:
+                        reasoning = alt if type(alt) is str and alt else None
+                    if type(refusal) is not str or not refusal:
+                        refusal = None
+                    if content or role or reasoning or refusal:
+                        out.append(_new_delta(i, content, role, reasoning, refusal, c.get("logprobs")))
+                    if calls and type(calls) is list:
+                        self._tool_calls(i, calls)
+                reason = c.get("finish_reason")
+                if reason and type(reason) is str and finish_of[i] != reason:
+                    finish_of[i] = reason
+                    out.append(_new_finish(i, reason))
+        usage = chunk.get("usage")
+        if not usage or type(usage) is not dict:
+            groq = chunk.get("x_groq")
+            usage = groq.get("usage") if type(groq) is dict else None
+        if usage and type(usage) is dict:
+            out.append(
+                _new_usage(
+                    _count(usage.get("prompt_tokens")),
+                    _count(usage.get("completion_tokens")),
+                    _count(usage.get("total_tokens")),
+                    usage,
+                )
+            )
+        error = chunk.get("error")
+        if error:
+            out.append(_stream_error(None, error, chunk, json.dumps(error)))
+
+    def _tool_calls(self, choice: int, calls: list[Any]) -> None:
+        out = self._out
+        for pos, call in enumerate(calls):
+            if type(call) is not dict:
+                continue
+            call_id = call.get("id")
+            if type(call_id) is not str or not call_id:
+                call_id = None
+            index = call.get("index")
+            if type(index) is not int:
+                index = self._place(choice, pos, call_id)
+            fn = call.get("function")
+            name = args = None
+            if type(fn) is dict:
+                name = fn.get("name")
+                args = fn.get("arguments")
+            if type(name) is not str or not name:
+                name = None
+            if type(args) is not str:
+                args = "" if args is None else json.dumps(args, ensure_ascii=False, separators=(",", ":"))
+            out.append(_new_fragment(choice, index, call_id, name, args))
+
+    def _place(self, choice: int, pos: int, call_id: str | None) -> int:
+        """The tool index of a call that came without one: its array position,
+        unless it carries an id other than the one held there, which starts a
+        new call at the next free index (and later id-less fragments at that
+        position continue the new call)."""
+        if self._tool_ids is None or self._tool_pos is None:
+            self._tool_ids, self._tool_pos = {}, {}
+        ids, where = self._tool_ids, self._tool_pos
+        index = where.get((choice, pos), pos)
+        if call_id is not None:
+            held = ids.get((choice, index))
+            if held is None:
+                ids[(choice, index)] = call_id
+            elif held != call_id:
+                index = 1 + max(i for c, i in ids if c == choice)
+                ids[(choice, index)] = call_id
+                where[(choice, pos)] = index
+        return index
+
+    def _take_metadata(self, chunk: dict[str, Any]) -> None:
+        missing = []
+        for key in self._missing:
+            value = chunk.get(key)
+            if key == "created":
+                if type(value) is int and value:
+                    self.created = value
+                    continue
+            elif type(value) is str and value:
+                setattr(self, "response_id" if key == "id" else key, value)
+                continue
+            missing.append(key)
+        self._missing = tuple(missing)
+
+    def _error_event(self, chunk: dict[str, Any] | None, data: str) -> None:
+        """An ``event: error`` whose payload has no ``error`` member."""
+        if chunk is None:
+            self._out.append(StreamError(None, None, data.strip(_ASCII_WS), None, data))
+        else:
+            self._out.append(_stream_error(None, chunk, chunk, data))
+
+    # -- buffered mode ------------------------------------------------------------
+
+    def _read_body(self) -> None:
+        """Interpret a whole non-stream body (at end of stream)."""
+        text = (self._body or b"").decode("utf-8", "replace")
+        self._body = None
+        try:
+            body: Any = json.loads(text)
+        except (ValueError, RecursionError):
+            body = text
+        ok = 200 <= self.status_code < 300
+        if ok and type(body) is dict and not body.get("error") and type(body.get("choices")) is list:
+            self._take_metadata(body)
+            self._completion(body)
+            return
+        if type(body) is dict and body.get("error"):
+            error = body["error"]
+        elif type(body) is dict and (body.get("message") or body.get("detail")):
+            error = body
+        else:
+            head = self.content_type or "no content type"
+            what = _snippet(text) if text.strip() else "an empty body"
+            error = f"HTTP {self.status_code} ({head}): {what}"
+        self._out.append(_stream_error(self.status_code, error, body, text))
+
+    def _completion(self, body: dict[str, Any]) -> None:
+        """A whole ``chat.completion``: the events its stream would carry."""
+        stream = []
+        for pos, c in enumerate(body["choices"]):
+            if type(c) is not dict:
+                continue
+            message = c.get("message")
+            if type(message) is not dict:
+                message = {}
+            calls = message.get("tool_calls")
+            if type(calls) is list:
+                message = dict(message)
+                message["tool_calls"] = [
+                    {**call, "index": n} if type(call) is dict else call for n, call in enumerate(calls)
+                ]
+            stream.append({**c, "index": c.get("index", pos), "delta": message})
+        chunk = {k: v for k, v in body.items() if k != "choices"}
+        chunk["choices"] = stream
+        self._chunk(chunk)
+        self._out.append(Done(False))
+
+
+def _count(value: object) -> int:
+    return value if type(value) is int else 0
+
+
+def _snippet(text: str, limit: int = 120) -> str:
+    return repr(text if len(text) <= limit else text[:limit] + "...")
+
+
+def _stream_error(status: int | None, error: object, body: object, raw: str) -> StreamError:
+    """Build a ``StreamError`` from an error member of any shape."""
+    code = kind = None
+    if type(error) is dict:
+        message = error.get("message")
+        if type(message) is not str:
+            message = raw if message is None else json.dumps(message, ensure_ascii=False)
+        code = error.get("code")
+        if code is not None and type(code) is not str:
+            code = json.dumps(code, ensure_ascii=False)
+        kind = error.get("type")
+        if type(kind) is not str:
+            kind = None
+    elif type(error) is str:
+        message = error
+    else:
+        message = json.dumps(error, ensure_ascii=False)
+    return StreamError(status, code or None, message, kind, body)
