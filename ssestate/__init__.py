@@ -5,6 +5,8 @@ Every public name is re-exported here from the private modules; import from
 ``ssestate`` only.  Importing it loads nothing outside the standard library.
 """
 
+from ._accumulate import Accumulator, Choice, Outcome, ToolArgumentsError, ToolCall
+from ._chat import ChatStream
 from ._encode import DONE_BYTES, encode, encode_chunk
 from ._events import (
     ChatEvent,
@@ -28,7 +30,10 @@ __all__ = (
     "DEFAULT_MAX_EVENT_SIZE",
     "DONE_BYTES",
     "NEED_DATA",
+    "Accumulator",
     "ChatEvent",
+    "ChatStream",
+    "Choice",
     "Delta",
     "Done",
     "EventStreamParser",
@@ -36,11 +41,14 @@ __all__ = (
     "FramingEvent",
     "Heartbeat",
     "LocalProtocolError",
+    "Outcome",
     "ProtocolError",
     "RemoteProtocolError",
     "Sentinel",
     "ServerSentEvent",
     "StreamError",
+    "ToolArgumentsError",
+    "ToolCall",
     "ToolCallFragment",
     "Truncated",
     "Usage",
