@@ -21,6 +21,8 @@ from ._events import (
     Usage,
 )
 from ._framing import DEFAULT_MAX_EVENT_SIZE, EventStreamParser, FramingEvent
+from ._retry import RetryPolicy, StreamTimeout
+from ._stats import StreamStats
 from ._util import CLOSED, NEED_DATA, LocalProtocolError, ProtocolError, RemoteProtocolError, Sentinel
 
 __version__ = "0.1.0"
@@ -44,9 +46,12 @@ __all__ = (
     "Outcome",
     "ProtocolError",
     "RemoteProtocolError",
+    "RetryPolicy",
     "Sentinel",
     "ServerSentEvent",
     "StreamError",
+    "StreamStats",
+    "StreamTimeout",
     "ToolArgumentsError",
     "ToolCall",
     "ToolCallFragment",

@@ -1,0 +1,396 @@
+"""What every adapter shares that is not I/O: the request and the driver.
+
+Theory of operation
+-------------------
+An adapter is a loop: open a connection, send the request, read the
+response head, feed body bytes to a machine as they arrive, hand out the
+events, stop at ``Done`` or ``CLOSED``.  Everything in that loop that is a
+decision rather than I/O lives here, so the adapters (stdlib, httpx sync and
+async, trio) decide alike:
+
+* ``build_request`` turns ``(base_url, payload, api_key, headers)`` into a
+  ``ChatRequest``: ``POST {base_url}/chat/completions`` with the payload plus
+  ``"stream": true`` and ``stream_options.include_usage`` (unless the caller
+  set ``stream_options``), ``Content-Type: application/json``,
+  ``Accept: text/event-stream``, ``Accept-Encoding: identity`` (the body must
+  reach the parser as the server wrote it, never compressed) and
+  ``Authorization: Bearer <api_key>`` when a key is given; caller headers
+  replace defaults of the same name.
+* ``StreamDriver`` owns one call: the ``ChatStream`` of the current attempt,
+  the ``StatsRecorder``, the *emitted* flag (a ``Delta`` or
+  ``ToolCallFragment`` was handed out), the idle-timeout clock and the
+  retry decisions.  It never reads a clock: every method that needs the time
+  takes ``now``, a reading of the adapter's monotonic clock.
+
+The call object every adapter returns
+-------------------------------------
+``stream_chat(...)`` returns a call object that is a context manager (async
+for the async adapters) and an iterator (async iterator) of the chat events
+of SPEC §3, with:
+
+* ``.status_code`` (int, or None before the response head arrived) and
+  ``.headers`` (list of ``(name, value)`` str pairs) of the response whose
+  events are being read (the last attempt);
+* ``.stats``: a ``StreamStats`` snapshot for that attempt;
+* ``.attempts``: how many requests were made (1 when nothing was retried);
+* ``.close()`` (``aclose()`` for async): closes the connection; idempotent.
+
+Iteration ends right after ``Done`` (without waiting for the server to close
+the connection) or when the machine reaches ``CLOSED``; a ``Truncated`` event
+comes before ``CLOSED`` when the body ended early.  Leaving the ``with``
+block, breaking out of the loop, closing the generator, an exception and
+cancellation all close the connection.
+
+The loop, with the driver
+-------------------------
+::
+
+    driver = StreamDriver(first_byte_timeout=..., idle_timeout=..., retry=...)
+    request = build_request(base_url, payload, api_key, headers)
+    while True:                                   # one pass per attempt
+        driver.begin_attempt(clock())
+        try:
+            open connection, send request.body, read the head, all bounded
+            by driver.read_timeout(clock())  (on expiry:
+            raise driver.timeout_error(clock()))
+        except <transport error or StreamTimeout> as exc:
+            close the connection
+            delay = driver.on_failure(exc, clock())
+            if delay is None: raise
+            sleep(delay); continue
+        delay = driver.on_response(status, header_pairs, clock())
+        if delay is not None:                     # e.g. 429, 503: try again
+            close the connection; sleep(delay); continue
+        while not driver.finished:
+            try:
+                data = read what is there (read1 / iter_raw / receive_some),
+                       bounded by driver.read_timeout(clock())
+            except timeout:      exc = driver.timeout_error(clock())  -> as below
+            except <transport error> as exc:
+                delay = driver.on_failure(exc, clock())
+                if delay is not None: close; sleep(delay); continue outer loop
+                if isinstance(exc, StreamTimeout): raise exc
+                data = b""                        # the body ended early: Truncated
+            driver.feed(data, clock())            # b"" is end of body
+            while (event := driver.next_event(clock())) is not None:
+                yield event
+    finally: close the connection; driver.close(clock())
+
+Retries happen only while nothing was emitted (``RetryPolicy`` rule 1), so
+a caller never sees two completions spliced together; events that are not
+output (a ``Heartbeat`` read before a failure) may repeat across attempts.
+Statuses are judged on the response head, before the body is read: a
+retried 503's body is discarded unread, the last attempt's body is fed to
+the machine and comes out as a ``StreamError``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections.abc import Iterable, Mapping
+from typing import Any, Union
+from urllib.parse import urlsplit
+
+from .._chat import ChatStream
+from .._events import ChatEvent, Delta, Done, ToolCallFragment
+from .._retry import Phase, RetryPolicy, StreamTimeout
+from .._stats import StatsRecorder, StreamStats
+from .._util import CLOSED, Sentinel
+
+__all__ = ["ChatRequest", "HeaderInput", "StreamDriver", "build_request", "header_pairs"]
+
+HeaderInput = Union[Mapping[str, str], Iterable[tuple[str, str]]]
+
+_DEFAULT_PORTS = {"http": 80, "https": 443}
+
+
+@dataclasses.dataclass(frozen=True)
+class ChatRequest:
+    """A chat-completions request, ready for any HTTP client.
+
+    Attributes:
+        method: always "POST".
+        url: the full URL (``{base_url}/chat/completions``).
+        scheme: "http" or "https".
+        host: host name or address (IPv6 without brackets).
+        port: TCP port (the scheme's default when the URL has none).
+        target: the request target: path plus ``?query`` if any.
+        headers: ``(name, value)`` pairs, ``Host`` and ``Content-Length``
+            excluded (every HTTP client adds those itself; with h11 add
+            ``("Host", request.authority)`` and the length).
+        body: the JSON body.
+    """
+
+    method: str
+    url: str
+    scheme: str
+    host: str
+    port: int
+    target: str
+    headers: tuple[tuple[str, str], ...]
+    body: bytes
+
+    @property
+    def authority(self) -> str:
+        """The ``Host`` header value: host, plus ``:port`` when not default."""
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return host if _DEFAULT_PORTS[self.scheme] == self.port else f"{host}:{self.port}"
+
+
+def header_pairs(headers: HeaderInput | None) -> list[tuple[str, str]]:
+    """Headers as a list of ``(name, value)`` pairs, in order."""
+    if headers is None:
+        return []
+    items = headers.items() if isinstance(headers, Mapping) else headers
+    return [(str(name), str(value)) for name, value in items]
+
+
+def build_request(
+    base_url: str,
+    payload: Mapping[str, Any],
+    api_key: str | None = None,
+    headers: HeaderInput | None = None,
+) -> ChatRequest:
+    """Build the streaming ``POST {base_url}/chat/completions`` request.
+
+    Args:
+        base_url: e.g. "https://api.openai.com/v1" (a trailing slash is fine).
+        payload: the request body (model, messages, ...); not modified.
+        api_key: sent as ``Authorization: Bearer <api_key>`` when given.
+        headers: extra headers; they replace defaults of the same name.
+
+    Raises:
+        ValueError: the URL is not http(s) with a host, or the payload
+            cannot be encoded as JSON.
+    """
+    parts = urlsplit(base_url)
+    scheme = parts.scheme.lower()
+    if scheme not in _DEFAULT_PORTS or not parts.hostname:
+        raise ValueError(f"base_url must be an http:// or https:// URL with a host, got {base_url!r}")
+    port = parts.port or _DEFAULT_PORTS[scheme]  # raises ValueError for a bad port
+    path = parts.path.rstrip("/") + "/chat/completions"
+    target = f"{path}?{parts.query}" if parts.query else path
+    url = f"{scheme}://{parts.netloc}{target}"
+
+    body = dict(payload)
+    body["stream"] = True
+    if "stream_options" not in body:
+        body["stream_options"] = {"include_usage": True}
+    try:
+        data = json.dumps(body, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode()
+    except (TypeError, ValueError, RecursionError) as exc:
+        raise ValueError(f"payload cannot be sent as JSON: {exc}") from exc
+
+    extra = header_pairs(headers)
+    replaced = {name.lower() for name, _ in extra}
+    defaults = [
+        ("Content-Type", "application/json"),
+        ("Accept", "text/event-stream"),
+        ("Accept-Encoding", "identity"),
+    ]
+    if api_key is not None:
+        defaults.append(("Authorization", f"Bearer {api_key}"))
+    pairs = [(n, v) for n, v in defaults if n.lower() not in replaced] + extra
+    return ChatRequest("POST", url, scheme, parts.hostname, port, target, tuple(pairs), data)
+
+
+class StreamDriver:
+    """The decisions of one streamed call, across its attempts (sans-IO).
+
+    Args:
+        first_byte_timeout: seconds from the start of an attempt to the first
+            body byte (connecting and the response head included); None
+            waits forever.
+        idle_timeout: seconds allowed between two body bytes; None waits
+            forever.
+        retry: the retry policy; None never retries.
+        strict: passed to ``ChatStream`` (non-JSON ``data`` raises).
+
+    Attributes:
+        attempt: number of the current attempt, from 0 (-1 before the first).
+        status_code: status of the current attempt's response, or None.
+        headers: its headers as ``(name, value)`` pairs.
+        content_type: its ``Content-Type`` ("" when absent).
+        machine: the current attempt's ``ChatStream`` (None until
+            ``on_response`` accepted the head).
+        emitted: a ``Delta`` or ``ToolCallFragment`` was handed out.
+        finished: ``Done`` was handed out or the machine reached ``CLOSED``.
+    """
+
+    def __init__(
+        self,
+        *,
+        first_byte_timeout: float | None = 30.0,
+        idle_timeout: float | None = 30.0,
+        retry: RetryPolicy | None = None,
+        strict: bool = True,
+    ) -> None:
+        for name, value in (("first_byte_timeout", first_byte_timeout), ("idle_timeout", idle_timeout)):
+            if value is not None and not value > 0:
+                raise ValueError(f"{name} must be > 0 or None, got {value!r}")
+        self.first_byte_timeout = first_byte_timeout
+        self.idle_timeout = idle_timeout
+        self.retry = retry
+        self.strict = strict
+        self.attempt = -1
+        self.emitted = False
+        self._reset()
+
+    def _reset(self) -> None:
+        self.status_code: int | None = None
+        self.headers: list[tuple[str, str]] = []
+        self.content_type = ""
+        self.machine: ChatStream | None = None
+        self.finished = False
+        self.recorder = StatsRecorder()
+        self._last = 0.0  # start of the attempt, then time of the latest body byte
+        self._got_bytes = False
+        self._closed = False
+
+    # -- attempts and retries -------------------------------------------------
+
+    @property
+    def attempts(self) -> int:
+        """Requests made so far."""
+        return self.attempt + 1
+
+    def begin_attempt(self, now: float) -> None:
+        """A new request is about to be sent (the first-byte clock starts)."""
+        self.attempt += 1
+        self._reset()
+        self._last = now
+        self.recorder.on_start(now)
+
+    def should_retry(
+        self,
+        attempt: int,
+        status: int | None,
+        headers: HeaderInput | None,
+        exc: BaseException | None,
+    ) -> float | None:
+        """Seconds to wait before retrying, or None.
+
+        A transport failure (``exc`` not None: connection refused or reset,
+        a ``StreamTimeout``, a body cut short) is judged as "no response"
+        (status None) whatever status the head had.
+        """
+        if self.retry is None:
+            return None
+        if exc is not None:
+            status, headers = None, None
+        return self.retry.delay(attempt, status, headers, emitted=self.emitted)
+
+    def on_response(self, status_code: int, headers: HeaderInput, now: float) -> float | None:
+        """The response head arrived.
+
+        Returns the seconds to wait before retrying (the status is
+        retryable and the policy allows it; the adapter closes this response
+        unread), or None: the body is to be read, and ``machine`` is ready.
+        """
+        self.status_code = status_code
+        self.headers = header_pairs(headers)
+        self.content_type = next((v for n, v in self.headers if n.lower() == "content-type"), "")
+        delay = self.should_retry(self.attempt, status_code, self.headers, None)
+        if delay is None:
+            self.machine = ChatStream(status_code, self.content_type, self.strict)
+        else:
+            self.close(now)
+        return delay
+
+    def on_failure(self, exc: BaseException, now: float) -> float | None:
+        """The attempt failed with a transport error or a ``StreamTimeout``.
+
+        Returns the seconds to wait before retrying, or None.  On None the
+        adapter re-raises ``exc`` when it is a ``StreamTimeout`` or when no
+        response head was accepted (``machine is None``); otherwise the body
+        ended early, and it feeds ``b""`` so that ``Truncated`` comes out.
+        """
+        delay = self.should_retry(self.attempt, self.status_code, self.headers, exc)
+        if delay is not None:
+            self.close(now)
+        return delay
+
+    # -- timeouts -------------------------------------------------------------
+
+    @property
+    def phase(self) -> Phase:
+        """The phase: "first-byte" until a body byte arrived in this attempt, then "idle"."""
+        return "idle" if self._got_bytes else "first-byte"
+
+    @property
+    def limit(self) -> float | None:
+        """The timeout of the current phase (None: no limit)."""
+        return self.idle_timeout if self._got_bytes else self.first_byte_timeout
+
+    @property
+    def deadline(self) -> float | None:
+        """Clock reading by which the next body byte must arrive, or None."""
+        limit = self.limit
+        return None if limit is None else self._last + limit
+
+    def read_timeout(self, now: float) -> float | None:
+        """Seconds the next read may block (0 when already late), or None."""
+        deadline = self.deadline
+        return None if deadline is None else max(0.0, deadline - now)
+
+    def timeout_error(self, now: float) -> StreamTimeout:
+        """The exception for a read that hit ``deadline``."""
+        limit = self.limit
+        return StreamTimeout(self.phase, now - self._last, 0.0 if limit is None else limit)
+
+    # -- the body -------------------------------------------------------------
+
+    def feed(self, data: bytes | bytearray | memoryview, now: float) -> None:
+        """Body bytes arrived (``b""``: the body ended)."""
+        machine = self.machine
+        if machine is None:
+            raise RuntimeError("feed() before on_response() accepted a response head")
+        if data:
+            self._last = now
+            self._got_bytes = True
+            self.recorder.on_bytes(now, len(data))
+        if not self.finished:
+            machine.receive_data(data)
+
+    def next_event(self, now: float) -> ChatEvent | None:
+        """The next event to hand out, or None (more bytes needed, or finished).
+
+        Raises what ``ChatStream.next_event`` raises (``RemoteProtocolError``
+        for a payload that is not JSON in strict mode).
+        """
+        machine = self.machine
+        if machine is None or self.finished:
+            return None
+        event = machine.next_event()
+        if isinstance(event, Sentinel):  # NEED_DATA or CLOSED
+            if event is CLOSED:
+                self.finished = True
+                self.close(now)
+            return None
+        kind = type(event)
+        if kind is Delta or kind is ToolCallFragment:
+            self.emitted = True
+        self.recorder.on_event(now, event)
+        if kind is Done:
+            self.finished = True
+            self.close(now)
+        return event
+
+    def events(self, now: float) -> list[ChatEvent]:
+        """Every event available now (see ``next_event``)."""
+        out: list[ChatEvent] = []
+        while (event := self.next_event(now)) is not None:
+            out.append(event)
+        return out
+
+    def close(self, now: float) -> None:
+        """The attempt is over (finished, abandoned or failed); stops ``total``."""
+        if not self._closed:
+            self._closed = True
+            self.recorder.on_end(now)
+
+    @property
+    def stats(self) -> StreamStats:
+        """Stats of the current attempt."""
+        return self.recorder.stats
