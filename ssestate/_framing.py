@@ -22,9 +22,9 @@ events they dispatch.  Then it hands them out one per call.
   skipped when the batch holds no CR); a batch that ends in CR sets
   ``_skip_lf`` so that an LF starting the next data is swallowed, while the
   line itself is finished at once.
-* The line loop (``_lines``) is the hot path: a ``data:`` line is appended to
-  the data list, a blank line dispatches, a comment becomes a ``Heartbeat``,
-  anything else goes to ``_field``.
+* The line loop (``_lines``) is the hot path: a blank line dispatches, a
+  ``data:`` line is appended to the data list, a comment becomes a
+  ``Heartbeat``, and the other fields are read in its last branch.
 * Byte offsets are not tracked per line (that would cost every line).  The
   stream offset of the buffer start is kept; the few things that need the
   offset of a line inside a batch (the start of an unfinished block for
@@ -55,6 +55,9 @@ DEFAULT_MAX_EVENT_SIZE = 16 * 1024 * 1024
 
 FramingEvent = Union[ServerSentEvent, Heartbeat, Truncated]
 
+# A retry value longer than this is no delay anyone can wait (10**18 ms is
+# thirty million years) and int() refuses digit strings past 4300 digits.
+_MAX_RETRY_DIGITS = 18
 _BOM = b"\xef\xbb\xbf"
 _TERMINATOR = re.compile(rb"\r\n|\r|\n")
 _new_event = _fast(ServerSentEvent)
@@ -78,7 +81,6 @@ class EventStreamParser:
         "_batch",
         "_batch_base",
         "_batch_has_data",
-        "_batch_lines",
         "_block_retry",
         "_block_start",
         "_buf",
@@ -127,7 +129,6 @@ class EventStreamParser:
         self._block_start = 0  # stream offset of that block's first field line
         # The latest batch, kept for the rare paths that need line offsets.
         self._batch: bytes | bytearray = b""
-        self._batch_lines: list[str] = []
         self._batch_base = 0
         self._batch_has_data = False  # the data buffer was not empty before it
 
@@ -228,17 +229,18 @@ class EventStreamParser:
         text = batch.decode("utf-8", "replace")
         if "\r" in text:
             text = text.replace("\r\n", "\n").replace("\r", "\n")
-        lines = text.split("\n")
-        lines.pop()  # the batch ends with a terminator: the last piece is ""
         was_open = self._open
         self._batch = batch
-        self._batch_lines = lines
         self._batch_base = self._offset
         self._batch_has_data = bool(self._data)
         self._offset += len(batch)
-        self._lines(lines)
+        if was_open:
+            self._lines(_split_lines(text))
+        else:
+            self._blocks(text)
         if self._open:
             # Find where the block that is still open began, if in this batch.
+            lines = _split_lines(text)
             k = len(lines)
             while k and lines[k - 1]:
                 k -= 1
@@ -247,54 +249,82 @@ class EventStreamParser:
                     k += 1
                 self._block_start = self._line_offset(k)
 
-    def _lines(self, lines: list[str]) -> None:
-        """Interpret complete lines: the hot path."""
-        data = self._data
+    def _blocks(self, text: str) -> None:
+        """Interpret text that starts at a block boundary: the hot path.
+
+        Cut at blank lines, most blocks of a real stream are one ``data``
+        line; those are dispatched here directly.  Every other block, and
+        the unfinished lines after the last blank line, go to ``_lines``.
+        """
+        blocks = text.split("\n\n")
+        tail = blocks.pop()  # complete lines of a block with no blank line yet
         out = self._out
+        ident = self._id_buf
+        for block in blocks:
+            if block[:5] == "data:" and "\n" not in block:
+                out.append(_new_event("message", block[6:] if block[5:6] == " " else block[5:], ident, None))
+            else:
+                lines = block.split("\n")
+                lines.append("")
+                self._lines(lines)
+                ident = self._id_buf
+        if blocks:
+            self.last_event_id = ident
+        if tail:
+            self._lines(_split_lines(tail))
+
+    def _lines(self, lines: list[str]) -> None:
+        """Interpret complete lines: the hot path.
+
+        The block state lives in locals for the loop and is written back once
+        at the end.  Blank lines and ``data:`` lines are tested first: they
+        are nearly every line of a real stream.
+        """
+        out = self._out
+        data = self._data
         is_open = self._open
+        etype = self._type
+        ident = self._id_buf
+        retry = self._block_retry
+        last_id = self.last_event_id
         for line in lines:
-            if line[:5] == "data:":
-                is_open = True
-                data.append(line[6:] if line[5:6] == " " else line[5:])
-            elif not line:
+            if not line:
                 # A blank line: "dispatch the event".
                 if is_open:
                     is_open = False
-                    self.last_event_id = self._id_buf
+                    last_id = ident
                     if data:
-                        out.append(
-                            _new_event(
-                                self._type or "message",
-                                data[0] if len(data) == 1 else "\n".join(data),
-                                self._id_buf,
-                                self._block_retry,
-                            )
-                        )
-                        data.clear()
-                    self._type = ""
-                    self._block_retry = None
+                        value = data[0] if len(data) == 1 else "\n".join(data)
+                        out.append(_new_event(etype or "message", value, ident, retry))
+                        data = []
+                    etype = ""
+                    retry = None
+            elif line[:5] == "data:":
+                is_open = True
+                data.append(line[6:] if line[5:6] == " " else line[5:])
             elif line[0] == ":":
                 out.append(_new_heartbeat(line[2:] if line[1:2] == " " else line[1:]))
             else:
                 is_open = True
-                self._field(line)
+                name, colon, value = line.partition(":")
+                if colon and value[:1] == " ":
+                    value = value[1:]
+                if name == "data":  # "data" with no colon: an empty value
+                    data.append(value)
+                elif name == "event":
+                    etype = value
+                elif name == "id":
+                    if "\x00" not in value:
+                        ident = value
+                elif name == "retry" and value.isascii() and value.isdigit() and len(value) <= _MAX_RETRY_DIGITS:
+                    self.retry = retry = int(value)
+                # Any other field name is ignored.
         self._open = is_open
-
-    def _field(self, line: str) -> None:
-        name, colon, value = line.partition(":")
-        if colon and value[:1] == " ":
-            value = value[1:]
-        if name == "data":  # "data" with no colon: an empty value
-            self._data.append(value)
-        elif name == "event":
-            self._type = value
-        elif name == "id":
-            if "\x00" not in value:
-                self._id_buf = value
-        elif name == "retry":
-            if value.isascii() and value.isdigit():
-                self.retry = self._block_retry = int(value)
-        # Any other field name is ignored.
+        self._data = data
+        self._type = etype
+        self._id_buf = ident
+        self._block_retry = retry
+        self.last_event_id = last_id
 
     # -- offsets, for the rare paths -----------------------------------------
 
@@ -313,7 +343,10 @@ class EventStreamParser:
         or the comment line of a heartbeat)."""
         nth = self._pos - 1
         has_data = self._batch_has_data
-        for k, line in enumerate(self._batch_lines):
+        text = self._batch.decode("utf-8", "replace")
+        if "\r" in text:
+            text = text.replace("\r\n", "\n").replace("\r", "\n")
+        for k, line in enumerate(_split_lines(text)):
             if line[:5] == "data:" or line == "data":
                 has_data = True
             elif not line:
@@ -325,3 +358,10 @@ class EventStreamParser:
             if nth < 0:
                 return self._line_offset(k + 1)
         return self._offset
+
+
+def _split_lines(text: str) -> list[str]:
+    """The lines of LF-terminated text (its last character is LF)."""
+    lines = text.split("\n")
+    lines.pop()
+    return lines
