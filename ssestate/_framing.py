@@ -55,9 +55,6 @@ DEFAULT_MAX_EVENT_SIZE = 16 * 1024 * 1024
 
 FramingEvent = Union[ServerSentEvent, Heartbeat, Truncated]
 
-# A retry value longer than this is no delay anyone can wait (10**18 ms is
-# thirty million years) and int() refuses digit strings past 4300 digits.
-_MAX_RETRY_DIGITS = 18
 _BOM = b"\xef\xbb\xbf"
 _TERMINATOR = re.compile(rb"\r\n|\r|\n")
 _new_event = _fast(ServerSentEvent)
@@ -316,8 +313,8 @@ class EventStreamParser:
                 elif name == "id":
                     if "\x00" not in value:
                         ident = value
-                elif name == "retry" and value.isascii() and value.isdigit() and len(value) <= _MAX_RETRY_DIGITS:
-                    self.retry = retry = int(value)
+                elif name == "retry" and value.isascii() and value.isdigit():
+                    retry = self._retry_value(value, retry)
                 # Any other field name is ignored.
         self._open = is_open
         self._data = data
@@ -325,6 +322,15 @@ class EventStreamParser:
         self._id_buf = ident
         self._block_retry = retry
         self.last_event_id = last_id
+
+    def _retry_value(self, digits: str, current: int | None) -> int | None:
+        """Honour a ``retry`` value, unless int() refuses it as too long
+        (past ``sys.get_int_max_str_digits()``): no one can wait that long."""
+        try:
+            self.retry = value = int(digits)
+        except ValueError:
+            return current
+        return value
 
     # -- offsets, for the rare paths -----------------------------------------
 
