@@ -21,6 +21,7 @@ from ._events import (
     Usage,
 )
 from ._framing import DEFAULT_MAX_EVENT_SIZE, EventStreamParser, FramingEvent
+from ._pacer import Pacer
 from ._retry import RetryPolicy, StreamTimeout
 from ._stats import StreamStats
 from ._util import CLOSED, NEED_DATA, LocalProtocolError, ProtocolError, RemoteProtocolError, Sentinel
@@ -44,6 +45,7 @@ __all__ = (
     "Heartbeat",
     "LocalProtocolError",
     "Outcome",
+    "Pacer",
     "ProtocolError",
     "RemoteProtocolError",
     "RetryPolicy",
