@@ -185,14 +185,16 @@ class EventStreamParser:
             if buf[0] == 0x0A:
                 del buf[0]
                 self._offset += 1
-        if not self._started:
-            # One U+FEFF at the very start of the stream is dropped, no other.
-            if len(buf) < 3 and _BOM.startswith(buf) and not self._eof:
-                return
+        # One U+FEFF at the very start of the stream is dropped, no other.
+        # A prefix of it waits for the third byte; it holds no line
+        # terminator, so the scan below finds nothing, and it counts against
+        # max_event_size like any unterminated line.
+        if not self._started and (len(buf) >= 3 or not _BOM.startswith(buf) or self._eof):
             self._started = True
             if buf.startswith(_BOM):
                 del buf[:3]
                 self._offset += 3
+                self._scanned = 0
         start = self._scanned
         end = buf.rfind(b"\n", start)
         cr = buf.rfind(b"\r", end + 1 if end >= 0 else start)

@@ -481,6 +481,17 @@ def test_limit_on_an_unterminated_comment() -> None:
         parser.next_event()
 
 
+def test_limit_covers_a_byte_order_mark_still_arriving() -> None:
+    parser = EventStreamParser(max_event_size=1)
+    parser.receive_data(b"\xef")
+    assert parser.next_event() is NEED_DATA
+    parser.receive_data(b"\xbb")
+    with pytest.raises(RemoteProtocolError, match="2 bytes of an unfinished event at byte 0 exceed max_event_size=1"):
+        parser.next_event()
+    parser = EventStreamParser(max_event_size=2)
+    assert feed_all(parser, [b"\xef", b"\xbb", b"\xbf", b":", b"\n"]) == [hb(""), CLOSED]
+
+
 def test_a_complete_event_in_one_chunk_is_not_limited() -> None:
     # max_event_size bounds an *unfinished* event; one that is complete when
     # its bytes are examined costs nothing more than the caller's chunk.
