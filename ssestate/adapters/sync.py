@@ -1,0 +1,329 @@
+"""The standard-library adapter: ``http.client`` over a socket, no threads.
+
+Theory of operation
+-------------------
+``stream_chat`` returns a ``SyncCall``; nothing touches the network until
+the first ``next()``.  Then one generator runs the loop that
+``ssestate.adapters._common`` describes: connect, send the request, read the
+head, and read the body with ``HTTPResponse.read1`` (what has arrived, at
+most ``chunk_size`` bytes; ``http.client`` undoes the chunked framing, and
+``Accept-Encoding: identity`` keeps the content itself untouched), feeding
+each read to the ``StreamDriver`` and handing out its events.
+
+Timeouts are socket timeouts re-armed before every blocking step with the
+time left until the driver's deadline: the first-byte limit runs from the
+start of the attempt (connecting and the head included) to the first body
+byte, the idle limit from each body byte to the next.  Any byte, a
+heartbeat comment included, pushes the deadline back, so a stream that
+keeps sending is never cut however long it lasts.
+
+Closing shuts the socket down (``shutdown(SHUT_RDWR)`` sends the FIN at
+once, whatever references ``http.client`` still holds) and closes it.  It
+happens when iteration ends (``Done``, ``CLOSED``), on ``close()``, when the
+``with`` block is left, when the call is garbage collected, and on every
+exception passing through the loop, ``KeyboardInterrupt`` included.
+
+``iter_events(readable, machine)`` is the same feeding loop without HTTP,
+for any object with ``read1`` or ``read`` (a file, a pipe, a response).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import http.client
+import socket
+import ssl
+import time
+from collections.abc import Generator, Iterator, Mapping
+from types import TracebackType
+from typing import Any, Protocol, overload
+
+from .._chat import ChatStream
+from .._events import ChatEvent, Done
+from .._framing import EventStreamParser, FramingEvent
+from .._retry import RetryPolicy, StreamTimeout
+from .._stats import StreamStats
+from .._util import CLOSED, Sentinel
+from ._common import ChatRequest, HeaderInput, StreamDriver, build_request
+
+__all__ = ["DEFAULT_RETRY", "SyncCall", "iter_events", "stream_chat"]
+
+DEFAULT_RETRY = RetryPolicy()
+
+# The errors that mean "the connection failed", as opposed to bugs or an
+# interrupt: socket and TLS errors, and http.client's own (a body cut short
+# is IncompleteRead, a head that never came is RemoteDisconnected).
+_TRANSPORT_ERRORS = (OSError, http.client.HTTPException)
+
+
+class Readable(Protocol):
+    """Anything with ``read(n) -> bytes`` (``read1`` is used when present)."""
+
+    def read(self, n: int = -1, /) -> bytes: ...
+
+
+@overload
+def iter_events(readable: Readable, machine: ChatStream, chunk_size: int = ...) -> Iterator[ChatEvent]: ...
+@overload
+def iter_events(readable: Readable, machine: EventStreamParser, chunk_size: int = ...) -> Iterator[FramingEvent]: ...
+def iter_events(
+    readable: Readable, machine: ChatStream | EventStreamParser, chunk_size: int = 65536
+) -> Iterator[ChatEvent | FramingEvent]:
+    """Feed ``machine`` from ``readable`` and yield its events.
+
+    Reads with ``read1(chunk_size)`` when the object has it (what has
+    arrived, without waiting for a full ``chunk_size``), else with
+    ``read(chunk_size)``; an empty read is the end of the stream.  Stops
+    after ``Done`` (a ``ChatStream`` is then finished; the rest of the
+    stream is not read) or when the machine reaches ``CLOSED``.  Closing
+    ``readable`` is up to the caller.
+
+    Raises what the machine raises (``RemoteProtocolError``) and what
+    reading raises.
+    """
+    read = getattr(readable, "read1", None) or readable.read
+    while True:
+        data = read(chunk_size)
+        machine.receive_data(data)
+        while True:
+            event = machine.next_event()
+            if isinstance(event, Sentinel):
+                if event is CLOSED:
+                    return
+                break  # NEED_DATA
+            yield event
+            if type(event) is Done:
+                return
+        if not data:  # pragma: no cover - a machine given end of stream never needs data
+            return
+
+
+def stream_chat(  # noqa: PLR0917 - the positional order SPEC §7 fixes
+    base_url: str,
+    payload: Mapping[str, Any],
+    api_key: str | None = None,
+    headers: HeaderInput | None = None,
+    first_byte_timeout: float | None = 30.0,
+    idle_timeout: float | None = 30.0,
+    retry: RetryPolicy | None = DEFAULT_RETRY,
+    *,
+    strict: bool = True,
+    ssl_context: ssl.SSLContext | None = None,
+    chunk_size: int = 65536,
+) -> SyncCall:
+    """Stream a chat completion with the standard library (SPEC §7).
+
+    Args:
+        base_url: e.g. "https://api.openai.com/v1"; the request goes to
+            ``{base_url}/chat/completions``.
+        payload: the request body; ``stream`` and ``stream_options`` are
+            added (see ``_common.build_request``).
+        api_key: sent as a Bearer token when given.
+        headers: extra request headers.
+        first_byte_timeout: seconds to the first body byte (None: no limit).
+        idle_timeout: seconds allowed between body bytes (None: no limit).
+        retry: retry policy; None never retries.
+        strict: a ``data`` payload that is not JSON raises (True) or is
+            skipped (False).
+        ssl_context: for https (default: ``ssl.create_default_context()``).
+        chunk_size: most bytes taken from the socket per read.
+
+    Returns:
+        A ``SyncCall``: use it as a context manager and iterate it.
+
+    Raises:
+        ValueError: a bad URL, payload or timeout (at once, not on iteration).
+    """
+    request = build_request(base_url, payload, api_key, headers)
+    driver = StreamDriver(first_byte_timeout=first_byte_timeout, idle_timeout=idle_timeout, retry=retry, strict=strict)
+    return SyncCall(request, driver, ssl_context=ssl_context, chunk_size=chunk_size)
+
+
+class SyncCall:
+    """One streamed chat call: a context manager and an iterator of events.
+
+    Iteration may raise ``StreamTimeout``, the connection error that ended
+    the last attempt (``OSError``, ``http.client.HTTPException``) when no
+    response head was received, and ``RemoteProtocolError`` (strict mode).
+    A body cut short after its head is not an exception: it ends with a
+    ``Truncated`` event.  See ``ssestate.adapters._common`` for the shape
+    shared by every adapter.
+    """
+
+    def __init__(
+        self,
+        request: ChatRequest,
+        driver: StreamDriver,
+        *,
+        ssl_context: ssl.SSLContext | None = None,
+        chunk_size: int = 65536,
+    ) -> None:
+        self.request = request
+        self._driver = driver
+        self._ssl_context = ssl_context
+        self._chunk_size = chunk_size
+        self._conn: http.client.HTTPConnection | None = None
+        self._sock: socket.socket | None = None
+        self._response: http.client.HTTPResponse | None = None
+        self._events: Generator[ChatEvent, None, None] | None = None
+        self._closed = False
+
+    # -- the shared call-object surface -----------------------------------------
+
+    @property
+    def status_code(self) -> int | None:
+        """Status of the response being read (the last attempt), or None."""
+        return self._driver.status_code
+
+    @property
+    def headers(self) -> list[tuple[str, str]]:
+        """Headers of that response as ``(name, value)`` pairs."""
+        return self._driver.headers
+
+    @property
+    def stats(self) -> StreamStats:
+        """Timing and counts of the response being read."""
+        return self._driver.stats
+
+    @property
+    def attempts(self) -> int:
+        """Requests made so far (1 when nothing was retried)."""
+        return self._driver.attempts
+
+    @property
+    def machine(self) -> ChatStream | None:
+        """The ``ChatStream`` of the response being read (for its metadata)."""
+        return self._driver.machine
+
+    def __enter__(self) -> SyncCall:
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+    def __iter__(self) -> SyncCall:
+        return self
+
+    def __next__(self) -> ChatEvent:
+        if self._events is None:
+            if self._closed:
+                raise StopIteration
+            self._events = self._run()
+        return next(self._events)
+
+    def close(self) -> None:
+        """Close the connection and stop iterating (idempotent)."""
+        self._closed = True
+        if self._events is not None:
+            self._events.close()  # runs the loop's finally: closes the connection
+        self._disconnect()
+        self._driver.close(time.monotonic())
+
+    def __del__(self) -> None:
+        # A call dropped without close() (no ``with``, a broken-out loop)
+        # must not leave its connection open.
+        self._disconnect()
+
+    # -- the loop ---------------------------------------------------------------
+
+    def _run(self) -> Generator[ChatEvent, None, None]:
+        driver = self._driver
+        clock = time.monotonic
+        try:
+            while True:  # one pass per attempt
+                driver.begin_attempt(clock())
+                try:
+                    response = self._open()
+                except (StreamTimeout, *_TRANSPORT_ERRORS) as exc:
+                    self._disconnect()
+                    failure = self._failure(exc)
+                    delay = driver.on_failure(failure, clock())
+                    if delay is None:
+                        if failure is exc:
+                            raise
+                        raise failure from exc
+                    time.sleep(delay)
+                    continue
+                delay = driver.on_response(response.status, response.getheaders(), clock())
+                if delay is not None:  # a retryable status: its body is not read
+                    self._disconnect()
+                    time.sleep(delay)
+                    continue
+                while not driver.finished:
+                    try:
+                        self._arm()
+                        data = response.read1(self._chunk_size)
+                    except (StreamTimeout, *_TRANSPORT_ERRORS) as exc:
+                        failure = self._failure(exc)
+                        delay = driver.on_failure(failure, clock())
+                        if delay is not None:
+                            break
+                        if isinstance(failure, StreamTimeout):
+                            if failure is exc:
+                                raise
+                            raise failure from exc
+                        data = b""  # the body was cut short: Truncated follows
+                    driver.feed(data, clock())
+                    while (event := driver.next_event(clock())) is not None:
+                        yield event
+                    if not data:
+                        break  # end of body: the machine has finished
+                if delay is None:
+                    return
+                self._disconnect()  # the body failed before any output: try again
+                time.sleep(delay)
+        finally:
+            self._disconnect()
+            driver.close(clock())
+
+    def _failure(self, exc: BaseException) -> BaseException:
+        """A socket timeout becomes the driver's ``StreamTimeout``."""
+        if isinstance(exc, TimeoutError) and not isinstance(exc, StreamTimeout):
+            return self._driver.timeout_error(time.monotonic())
+        return exc
+
+    def _arm(self) -> None:
+        """Set the socket timeout to what is left until the deadline."""
+        left = self._driver.read_timeout(time.monotonic())
+        if left is not None and left <= 0:
+            raise self._driver.timeout_error(time.monotonic())
+        if self._sock is not None:
+            self._sock.settimeout(left)
+
+    def _open(self) -> http.client.HTTPResponse:
+        request = self.request
+        left = self._driver.read_timeout(time.monotonic())
+        conn: http.client.HTTPConnection
+        if request.scheme == "https":
+            context = self._ssl_context or ssl.create_default_context()
+            conn = http.client.HTTPSConnection(request.host, request.port, timeout=left, context=context)
+        else:
+            conn = http.client.HTTPConnection(request.host, request.port, timeout=left)
+        self._conn = conn
+        conn.connect()
+        self._sock = conn.sock
+        self._arm()
+        conn.putrequest(request.method, request.target, skip_accept_encoding=True)
+        for name, value in request.headers:
+            conn.putheader(name, value)
+        conn.putheader("Content-Length", str(len(request.body)))
+        conn.endheaders(request.body)
+        self._arm()
+        response = conn.getresponse()
+        self._response = response
+        return response
+
+    def _disconnect(self) -> None:
+        """Close the connection now: FIN to the server, socket released."""
+        sock, response, conn = self._sock, self._response, self._conn
+        self._sock = self._response = self._conn = None
+        if sock is not None:
+            with contextlib.suppress(OSError):
+                sock.shutdown(socket.SHUT_RDWR)
+            sock.close()
+        if response is not None:
+            response.close()
+        if conn is not None:
+            conn.close()
