@@ -84,6 +84,7 @@ class EventStreamParser:
         "_closed",
         "_data",
         "_eof",
+        "_held",
         "_id_buf",
         "_offset",
         "_open",
@@ -91,6 +92,7 @@ class EventStreamParser:
         "_pending_error",
         "_poisoned",
         "_pos",
+        "_ready",
         "_scanned",
         "_skip_lf",
         "_started",
@@ -111,6 +113,8 @@ class EventStreamParser:
         self._offset = 0  # stream offset of _buf[0]
         self._started = False  # the BOM check has been made
         self._skip_lf = False  # the last batch ended in CR: swallow one LF
+        self._ready = False  # bytes that give the next step work have arrived
+        self._held = 0  # bytes of the unfinished block already interpreted
         self._eof = False
         self._closed = False
         self._pending_error: RemoteProtocolError | None = None
@@ -142,7 +146,17 @@ class EventStreamParser:
                     f"(stream ended at byte {self._offset + len(self._buf)})",
                     self._offset + len(self._buf),
                 )
-            self._buf += data
+            buf = self._buf
+            seen = len(buf)
+            buf += data
+            # Wake the next step only when it has work: a line terminator
+            # arrived, or the unfinished event just outgrew the limit.
+            if not self._ready and (
+                buf.find(b"\n", seen) >= 0
+                or buf.find(b"\r", seen) >= 0
+                or len(buf) + self._held > self.max_event_size
+            ):
+                self._ready = True
         else:
             self._eof = True
 
@@ -168,6 +182,8 @@ class EventStreamParser:
             raise self._pending_error
         if self._closed:
             return CLOSED
+        if not (self._ready or self._eof):
+            return NEED_DATA
         out.clear()
         self._pos = 0
         self._step()
@@ -179,6 +195,7 @@ class EventStreamParser:
     # -- the step -------------------------------------------------------------
 
     def _step(self) -> None:
+        self._ready = False
         buf = self._buf
         if self._skip_lf and buf:
             self._skip_lf = False
@@ -211,7 +228,8 @@ class EventStreamParser:
             self._skip_lf = batch[-1] == 0x0D and not buf
             self._interpret(batch)
         self._scanned = len(buf)
-        pending = len(buf) + (self._offset - self._block_start if self._open else 0)
+        self._held = self._offset - self._block_start if self._open else 0
+        pending = len(buf) + self._held
         if self._eof:
             self._closed = True
             if pending:
