@@ -8,12 +8,17 @@ its output queue is empty it runs one *step*, which takes every complete line
 out of the buffer at once, decodes them, interprets them and queues the
 events they dispatch.  Then it hands them out one per call.
 
-* A step finds the **last** line terminator in the buffer with C-level
-  ``rfind`` calls that resume where the previous fruitless search stopped
-  (``_scanned``), so a line that arrives in a million pieces is searched
-  once, not a million times.  Everything up to that terminator is the
-  *batch*; it leaves the buffer with one ``del buf[:n]`` (which only moves
-  the bytearray's start pointer) or is swapped out whole.
+* ``receive_data`` looks only at the bytes it appends (C-level ``find``
+  from the old end of the buffer) and sets ``_ready`` when they hold a line
+  terminator or push the unfinished event past ``max_event_size``.  Until
+  then ``next_event`` answers ``NEED_DATA`` at once, so a line that arrives
+  in a million pieces costs a million appends and one scan, not a million
+  scans.
+* A step finds the **last** line terminator with C-level ``rfind`` (from
+  the end of the buffer: it lies in the bytes that arrived last).
+  Everything up to it is the *batch*; it leaves the buffer with one
+  ``del buf[:n]`` (which only moves the bytearray's start pointer) or is
+  swapped out whole.
 * The batch is decoded once, with replacement.  CR and LF never occur inside
   a UTF-8 sequence, so decoding complete lines gives the same text whatever
   the chunking, and a character split across chunks waits, undamaged, in the
@@ -93,7 +98,6 @@ class EventStreamParser:
         "_poisoned",
         "_pos",
         "_ready",
-        "_scanned",
         "_skip_lf",
         "_started",
         "_type",
@@ -109,7 +113,6 @@ class EventStreamParser:
         self.last_event_id = ""
         self.retry: int | None = None
         self._buf = bytearray()
-        self._scanned = 0  # bytes at the start of _buf known to hold no terminator
         self._offset = 0  # stream offset of _buf[0]
         self._started = False  # the BOM check has been made
         self._skip_lf = False  # the last batch ended in CR: swallow one LF
@@ -211,10 +214,8 @@ class EventStreamParser:
             if buf.startswith(_BOM):
                 del buf[:3]
                 self._offset += 3
-                self._scanned = 0
-        start = self._scanned
-        end = buf.rfind(b"\n", start)
-        cr = buf.rfind(b"\r", end + 1 if end >= 0 else start)
+        end = buf.rfind(b"\n")
+        cr = buf.rfind(b"\r", end + 1)
         if cr > end:
             end = cr
         if end >= 0:
@@ -227,7 +228,6 @@ class EventStreamParser:
                 del buf[:end]
             self._skip_lf = batch[-1] == 0x0D and not buf
             self._interpret(batch)
-        self._scanned = len(buf)
         self._held = self._offset - self._block_start if self._open else 0
         pending = len(buf) + self._held
         if self._eof:
