@@ -43,6 +43,7 @@ import dataclasses
 import json
 import select
 import socket
+import ssl
 import sys
 import threading
 import time
@@ -121,6 +122,13 @@ class _Handler(BaseHTTPRequestHandler):
     server: _HTTPServer
 
     def setup(self) -> None:
+        sock = self.request
+        if isinstance(sock, ssl.SSLSocket):
+            # The handshake runs here, in the connection's thread, so a slow
+            # or broken client never stalls the accept loop.
+            sock.settimeout(10.0)
+            sock.do_handshake()
+            sock.settimeout(None)
         super().setup()
         # Every step must leave at once, not wait for an ACK (Nagle).
         with contextlib.suppress(OSError):
@@ -223,12 +231,31 @@ class _Handler(BaseHTTPRequestHandler):
                 continue
             try:
                 readable, _, _ = select.select([sock], [], [], tick)
-                if readable and not sock.recv(1, socket.MSG_PEEK):
+                if readable and not _peek(sock, tick):
                     raise _ClientGone("the client closed the connection")
             except (OSError, ValueError) as exc:
                 raise _ClientGone(f"the connection failed: {exc!r}") from exc
             if readable:
                 peeking = False  # the client sent more (a pipelined request): just sleep
+
+
+def _peek(sock: socket.socket, wait: float) -> bool:
+    """After ``select`` found ``sock`` readable: False when the peer closed.
+
+    A plain socket is peeked (``MSG_PEEK``), leaving any data in place.
+    TLS cannot peek, so one byte is read: a peer that closed makes the read
+    return ``b""`` or raise (``SSLEOFError`` when it sent no close_notify);
+    a partial TLS record times out and counts as "still there".
+    """
+    if not isinstance(sock, ssl.SSLSocket):
+        return bool(sock.recv(1, socket.MSG_PEEK))
+    sock.settimeout(wait)
+    try:
+        return bool(sock.recv(1))
+    except TimeoutError:
+        return True
+    finally:
+        sock.settimeout(None)
 
 
 def _close(sock: socket.socket) -> None:
@@ -273,6 +300,7 @@ class ScriptServer:
         port: port to bind (0: a free one).
         hold_cap: longest a ``"hold"`` step waits for the client to leave.
         verbose: log each request to stderr.
+        ssl_context: serve https with this (server-side) context.
 
     Attributes:
         requests: every ``ScriptRequest`` received, in order.
@@ -289,6 +317,7 @@ class ScriptServer:
         *,
         hold_cap: float = 30.0,
         verbose: bool = False,
+        ssl_context: ssl.SSLContext | None = None,
     ) -> None:
         self.handler = handler
         self.hold_cap = hold_cap
@@ -303,6 +332,12 @@ class ScriptServer:
         self._thread: threading.Thread | None = None
         self._serving = False
         self._httpd = _HTTPServer((host, port), self)
+        self.scheme = "http"
+        if ssl_context is not None:
+            self.scheme = "https"
+            self._httpd.socket = ssl_context.wrap_socket(
+                self._httpd.socket, server_side=True, do_handshake_on_connect=False
+            )
 
     # -- addresses --------------------------------------------------------------
 
@@ -316,9 +351,9 @@ class ScriptServer:
 
     @property
     def origin(self) -> str:
-        """``http://HOST:PORT`` (no path)."""
+        """``http://HOST:PORT`` (``https`` with TLS; no path)."""
         host = f"[{self.host}]" if ":" in self.host else self.host
-        return f"http://{host}:{self.port}"
+        return f"{self.scheme}://{host}:{self.port}"
 
     @property
     def url(self) -> str:
