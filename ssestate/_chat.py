@@ -57,7 +57,10 @@ from ._util import CLOSED, NEED_DATA, LocalProtocolError, RemoteProtocolError, S
 
 __all__ = ["ChatStream"]
 
-_scan = make_scanner(json.JSONDecoder())
+# The C scanner behind json.loads, called directly: (object, end) for the
+# value at an index, without json.loads's argument checks and trailing
+# whitespace regex (the caller checks what follows the value itself).
+_scan = make_scanner(json.JSONDecoder())  # type: ignore[arg-type]  # typeshed names the class, not the factory
 _new_delta = _fast(Delta)
 _new_fragment = _fast(ToolCallFragment)
 _new_finish = _fast(Finish)
@@ -122,10 +125,11 @@ class ChatStream:
         self.model: str | None = None
         self.created: int | None = None
         self.system_fingerprint: str | None = None
-        self._missing = _META
+        self._missing: tuple[str, ...] = _META
         media = content_type.partition(";")[0].strip().lower()
         self._streaming = 200 <= status_code < 300 and media == "text/event-stream"
         self._parser = EventStreamParser(max_event_size)
+        self._parser._raw = True  # plain "message" events come as their data str
         self._body: bytearray | None = None  # the buffered body, when not streaming
         self._out: list[ChatEvent] = []  # events of the latest payload...
         self._pos = 0  # ...of which this many were handed out
@@ -202,12 +206,14 @@ class ChatStream:
                     continue
                 return CLOSED
             try:
-                ev = self._parser.next_event()
+                ev: object = self._parser.next_event()
             except RemoteProtocolError as exc:
                 self._poisoned = str(exc)
                 raise
-            if type(ev) is ServerSentEvent:
-                self._message(ev)
+            if type(ev) is str:
+                self._message(ev, "message")
+            elif type(ev) is ServerSentEvent:
+                self._message(ev.data, ev.event)
             elif ev is NEED_DATA:
                 return NEED_DATA
             elif type(ev) is Heartbeat:
@@ -228,10 +234,9 @@ class ChatStream:
 
     # -- stream mode ------------------------------------------------------------
 
-    def _message(self, ev: ServerSentEvent) -> None:
-        """Interpret one dispatched event's data."""
+    def _message(self, data: str, event: str) -> None:
+        """Interpret the data of one dispatched event of type ``event``."""
         self._events += 1
-        data = ev.data
         if data[:1] == "{":
             try:
                 chunk, end = _scan(data, 0)
@@ -239,7 +244,7 @@ class ChatStream:
                 chunk = end = None
             if end == len(data) or (end is not None and not data[end:].strip(_ASCII_WS)):
                 if type(chunk) is dict:
-                    if ev.event == "error" and not chunk.get("error"):
+                    if event == "error" and not chunk.get("error"):
                         self._error_event(chunk, data)
                     else:
                         self._chunk(chunk)
@@ -251,7 +256,7 @@ class ChatStream:
             return
         if not text:
             return
-        if ev.event == "error":
+        if event == "error":
             self._error_event(None, data)
             return
         try:

@@ -35,10 +35,7 @@ __all__ = [
     "Usage",
 ]
 
-_frozen = dataclasses.dataclass(frozen=True, slots=True)
-
-
-@_frozen
+@dataclasses.dataclass(frozen=True, slots=True)
 class ServerSentEvent:
     """One dispatched event-stream event (WHATWG "dispatch the event").
 
@@ -55,14 +52,14 @@ class ServerSentEvent:
     retry: int | None = None
 
 
-@_frozen
+@dataclasses.dataclass(frozen=True, slots=True)
 class Heartbeat:
     """A comment line (``: ping``): the text after the colon."""
 
     comment: str = ""
 
 
-@_frozen
+@dataclasses.dataclass(frozen=True, slots=True)
 class Truncated:
     """The stream ended before it was complete.
 
@@ -74,7 +71,7 @@ class Truncated:
     pending: int = 0
 
 
-@_frozen
+@dataclasses.dataclass(frozen=True, slots=True)
 class Delta:
     """Text for one choice: role, content, reasoning or refusal."""
 
@@ -86,7 +83,7 @@ class Delta:
     logprobs: object | None = dataclasses.field(default=None, hash=False)
 
 
-@_frozen
+@dataclasses.dataclass(frozen=True, slots=True)
 class ToolCallFragment:
     """One ``tool_calls[]`` entry of one chunk; ``arguments`` is raw text."""
 
@@ -97,7 +94,7 @@ class ToolCallFragment:
     arguments: str = ""
 
 
-@_frozen
+@dataclasses.dataclass(frozen=True, slots=True)
 class Finish:
     """A choice's ``finish_reason`` became (or changed to) ``reason``."""
 
@@ -105,7 +102,7 @@ class Finish:
     reason: str
 
 
-@_frozen
+@dataclasses.dataclass(frozen=True, slots=True)
 class Usage:
     """Token counts; ``raw`` is the ``usage`` object as the server sent it."""
 
@@ -115,14 +112,14 @@ class Usage:
     raw: Mapping[str, Any] = dataclasses.field(default_factory=dict, hash=False)
 
 
-@_frozen
+@dataclasses.dataclass(frozen=True, slots=True)
 class Done:
     """The stream is complete: ``[DONE]`` (sentinel=True) or a clean end."""
 
     sentinel: bool = True
 
 
-@_frozen
+@dataclasses.dataclass(frozen=True, slots=True)
 class StreamError:
     """An error the server reported, before or inside the stream."""
 

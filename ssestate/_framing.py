@@ -97,6 +97,7 @@ class EventStreamParser:
         "_pending_error",
         "_poisoned",
         "_pos",
+        "_raw",
         "_ready",
         "_skip_lf",
         "_started",
@@ -116,13 +117,16 @@ class EventStreamParser:
         self._offset = 0  # stream offset of _buf[0]
         self._started = False  # the BOM check has been made
         self._skip_lf = False  # the last batch ended in CR: swallow one LF
+        # Set by an owning ChatStream: queue a single-line "message" event's
+        # data as a bare str (no id or retry to carry), saving an object.
+        self._raw = False
         self._ready = False  # bytes that give the next step work have arrived
         self._held = 0  # bytes of the unfinished block already interpreted
         self._eof = False
         self._closed = False
         self._pending_error: RemoteProtocolError | None = None
         self._poisoned: str | None = None
-        self._out: list[FramingEvent] = []  # events of the latest step...
+        self._out: list[FramingEvent | str] = []  # events of the latest step...
         self._pos = 0  # ...of which this many were handed out
         # The unfinished block.
         self._data: list[str] = []
@@ -177,7 +181,7 @@ class EventStreamParser:
         pos = self._pos
         if pos < len(out):
             self._pos = pos + 1
-            return out[pos]
+            return out[pos]  # type: ignore[return-value]  # a str only in raw mode
         if self._poisoned is not None:
             raise LocalProtocolError(f"parser unusable after an earlier error: {self._poisoned}")
         if self._pending_error is not None:
@@ -192,7 +196,7 @@ class EventStreamParser:
         self._step()
         if out:
             self._pos = 1
-            return out[0]
+            return out[0]  # type: ignore[return-value]  # a str only in raw mode
         return self.next_event() if self._pending_error or self._closed else NEED_DATA
 
     # -- the step -------------------------------------------------------------
@@ -277,9 +281,11 @@ class EventStreamParser:
         tail = blocks.pop()  # complete lines of a block with no blank line yet
         out = self._out
         ident = self._id_buf
+        raw = self._raw
         for block in blocks:
             if block[:5] == "data:" and "\n" not in block:
-                out.append(_new_event("message", block[6:] if block[5:6] == " " else block[5:], ident, None))
+                value = block[6:] if block[5:6] == " " else block[5:]
+                out.append(value if raw else _new_event("message", value, ident, None))
             else:
                 lines = block.split("\n")
                 lines.append("")
