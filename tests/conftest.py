@@ -10,6 +10,7 @@ example is printed (and, under ``dev``, kept in the local example database).
 Test files that need fewer examples than the profile (a property that feeds
 each input one byte at a time, say) scale ``settings.default.max_examples``
 down rather than hard-coding a count, so both profiles keep their meaning.
+``deep`` (by hand only) runs thousands of examples, for hunting bugs.
 """
 
 from __future__ import annotations
@@ -21,6 +22,12 @@ from hypothesis import HealthCheck, settings
 settings.register_profile(
     "dev",
     max_examples=60,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow],
+)
+settings.register_profile(
+    "deep",
+    max_examples=5000,
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow],
 )

@@ -116,7 +116,7 @@ def chunkings(data: bytes, rng_seed: int = 0) -> Iterator[tuple[str, list[bytes]
 def drain(machine: Machine) -> list[Any]:
     """Call ``next_event`` until it returns ``NEED_DATA`` or ``CLOSED``;
     return the events before that sentinel (the sentinel is not included)."""
-    events = []
+    events: list[Any] = []
     while True:
         event = machine.next_event()
         if event is NEED_DATA or event is CLOSED:

@@ -147,7 +147,7 @@ def test_a_stream_of_encoded_units() -> None:
         (lambda: encode(Heartbeat("a\nb")), r"a comment cannot contain a line break: 'a\\nb'"),
         (lambda: encode(Heartbeat("a\rb")), "a comment cannot contain a line break"),
         (
-            lambda: encode(Truncated("partial-event", 1)),
+            lambda: encode(Truncated("partial-event", 1)),  # type: ignore[arg-type]
             r"encode\(\) takes ServerSentEvent or Heartbeat, not Truncated",
         ),
         (lambda: encode(b"data: x"), "not bytes"),  # type: ignore[arg-type]

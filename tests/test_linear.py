@@ -9,8 +9,8 @@ parser that searched the whole buffer again on every call (no scan memo), or
 copied the unconsumed rest of it, would do about N²/2.
 
 This file reads the parser's private module (``ssestate._framing``) to
-swap the buffer type in, and one test defeats the scan memo on purpose to
-show that the count does catch quadratic work.
+swap the buffer type in, and one test forces a step on every call on
+purpose, to show that the count does catch quadratic work.
 """
 
 from __future__ import annotations
@@ -85,8 +85,8 @@ def work_bytewise(stream: bytes, tamper: Callable[[EventStreamParser], None] | N
 
 
 # At most this many bytes of work per byte of stream.  The parser does about
-# 3-4 (two backward scans over each new byte, then one copy and one decode
-# of each line); the margin only has to separate linear from quadratic.
+# 3-4 (a scan of each new byte for a terminator, then a copy and a decode of
+# each line); the margin only has to separate linear from quadratic.
 PER_BYTE = 8
 
 
@@ -141,15 +141,14 @@ def test_large_chunks_cost_the_same() -> None:
 
 @pytest.mark.usefixtures("counted")
 def test_the_count_catches_a_rescan() -> None:
-    # Waking a step for every byte, whether or not a line terminator came,
-    # makes every call search the whole unterminated line again: quadratic,
-    # and the count shows it.
+    # A parser that ran a step on every call would search the whole
+    # unterminated line again each time: quadratic, and the count shows it.
     n = 4_000
     stream = b"data: " + b"x" * n + b"\n\n"
 
-    def forget(parser: EventStreamParser) -> None:
+    def wake(parser: EventStreamParser) -> None:
         parser._ready = True
 
-    work, events = work_bytewise(stream, tamper=forget)
+    work, events = work_bytewise(stream, tamper=wake)
     assert events == [ServerSentEvent("message", "x" * n)]
     assert work > n * n // 4

@@ -1,0 +1,433 @@
+"""Hypothesis properties of EventStreamParser (SPEC §6) and encode() (§5).
+
+The strongest oracle here is ``reference``: a deliberately plain
+line-by-line reading of the WHATWG "interpret an event stream" algorithm
+over the whole decoded stream, written for clarity and nothing else.  The
+parser must agree with it on every input, including which events exist,
+their order, ``Truncated.pending``, ``last_event_id``, ``retry``, and the
+byte after which each event must be available.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import pytest
+from helpers import chunked, drain, feed_all
+from hypothesis import given, note, settings
+from hypothesis import strategies as st
+
+from ssestate import (
+    CLOSED,
+    EventStreamParser,
+    FramingEvent,
+    Heartbeat,
+    LocalProtocolError,
+    RemoteProtocolError,
+    ServerSentEvent,
+    Truncated,
+    encode,
+)
+
+BOM = b"\xef\xbb\xbf"
+
+# Pieces a stream is glued from: field names with and without the space,
+# every line terminator, BOMs (whole and partial), multi-byte characters,
+# invalid UTF-8, NUL, digits of several scripts, and plain words.
+TOKENS = [
+    b"data:",
+    b"data: ",
+    b"data",
+    b"event:",
+    b"event: ",
+    b"id:",
+    b"id: ",
+    b"retry:",
+    b"retry: ",
+    b":",
+    b": ",
+    b" ",
+    b"\r",
+    b"\n",
+    b"\r\n",
+    b"\n\n",
+    b"\r\n\r\n",
+    BOM,
+    b"\xef\xbb",
+    "é".encode(),
+    "中".encode(),
+    "😀".encode(),
+    b"\xff",
+    b"\xe2\x82",
+    b"\x80",
+    b"\x00",
+    b"x",
+    b"message",
+    b"12",
+    b"007",
+    "\u0661".encode(),  # ARABIC-INDIC DIGIT ONE
+    b"foo",
+]
+
+
+def sse_bytes(max_parts: int = 40) -> st.SearchStrategy[bytes]:
+    """Bytes that look like an event stream often enough to reach every rule."""
+    part = st.one_of(
+        st.sampled_from(TOKENS),
+        st.binary(max_size=6),
+        st.text(max_size=4).map(str.encode),
+    )
+    start = st.sampled_from([b"", b"", b"", BOM, b"\xef", b"\xef\xbb"])
+    return st.tuples(start, st.lists(part, max_size=max_parts)).map(lambda t: t[0] + b"".join(t[1]))
+
+
+def long_sse_bytes() -> st.SearchStrategy[bytes]:
+    """Like sse_bytes, plus long runs, so that small size limits are hit."""
+    run = st.builds(
+        lambda piece, n: piece * n,
+        st.sampled_from([b"x", "é".encode(), b"data: ", b": c", b"data: x\n"]),
+        st.integers(1, 40),
+    )
+    part = st.one_of(st.sampled_from(TOKENS), run)
+    return st.lists(part, max_size=30).map(b"".join)
+
+
+# --- the reference interpreter ------------------------------------------------
+
+
+@dataclasses.dataclass
+class Reference:
+    """What the WHATWG algorithm says a stream means.
+
+    ``events`` pairs every event with the stream length after which it must
+    be available (the byte that ends its line is in), or None for "at end of
+    stream" (only ``Truncated``).
+    """
+
+    events: list[tuple[FramingEvent, int | None]]
+    last_event_id: str
+    retry: int | None
+
+
+def split_lines(seq: Any) -> tuple[list[tuple[Any, int, int]], Any]:
+    """Split ``seq`` (str or bytes) at CRLF, LF and CR.
+
+    Returns ``(lines, tail)``: each line as ``(text, start, end)`` where
+    ``seq[start:end]`` is the line and ``seq[end]`` its first terminator
+    character; ``tail`` is what follows the last terminator.
+    """
+    cr, lf = ("\r", "\n") if isinstance(seq, str) else (b"\r", b"\n")
+    lines = []
+    start = i = 0
+    while i < len(seq):
+        ch = seq[i : i + 1]
+        if ch in (cr, lf):
+            lines.append((seq[start:i], start, i))
+            i += 2 if ch == cr and seq[i + 1 : i + 2] == lf else 1
+            start = i
+        else:
+            i += 1
+    return lines, seq[start:]
+
+
+def reference(stream: bytes) -> Reference:
+    # "UTF-8 decode" the stream: errors become U+FFFD, one leading BOM goes.
+    text = stream.decode("utf-8", "replace")
+    skip = 0
+    if text.startswith("\ufeff"):
+        text = text[1:]
+        skip = 3
+    assert (skip == 3) == stream.startswith(BOM)
+    text_lines, _ = split_lines(text)
+    # The same lines in bytes, only to know byte offsets.  CR and LF are
+    # never part of a multi-byte sequence, so both splits agree line by line.
+    byte_lines, byte_tail = split_lines(stream[skip:])
+    assert [b.decode("utf-8", "replace") for b, _, _ in byte_lines] == [t for t, _, _ in text_lines]
+
+    events: list[tuple[FramingEvent, int | None]] = []
+    data_buffer = ""
+    type_buffer = ""
+    id_buffer = ""
+    last_event_id = ""
+    retry: int | None = None
+    block_retry: int | None = None
+    block_start: int | None = None  # byte offset of the block's first field line
+    for (line, _, _), (_, b_start, b_end) in zip(text_lines, byte_lines, strict=True):
+        ready = skip + b_end + 1
+        if line == "":
+            # "If the line is empty (a blank line): Dispatch the event."
+            last_event_id = id_buffer
+            if data_buffer != "":
+                if data_buffer.endswith("\n"):
+                    data_buffer = data_buffer[:-1]
+                event = ServerSentEvent(type_buffer or "message", data_buffer, last_event_id, block_retry)
+                events.append((event, ready))
+            data_buffer = ""
+            type_buffer = ""
+            block_retry = None
+            block_start = None
+        elif line.startswith(":"):
+            # "If the line starts with a U+003A COLON character: ignore the
+            # line" -- ssestate reports it as a heartbeat.
+            comment = line[1:]
+            if comment.startswith(" "):
+                comment = comment[1:]
+            events.append((Heartbeat(comment), ready))
+        else:
+            if block_start is None:
+                block_start = skip + b_start
+            if ":" in line:
+                name, value = line.split(":", 1)
+                if value.startswith(" "):
+                    value = value[1:]
+            else:
+                name, value = line, ""
+            if name == "event":
+                type_buffer = value
+            elif name == "data":
+                data_buffer += value + "\n"
+            elif name == "id":
+                if "\x00" not in value:
+                    id_buffer = value
+            elif name == "retry" and value != "" and all(c in "0123456789" for c in value):
+                try:
+                    number = int(value)
+                except ValueError:  # more digits than int() accepts: ignored
+                    pass
+                else:
+                    retry = block_retry = number
+            # Any other name: "The field is ignored."
+    # End of stream: "any pending data must be discarded".  ssestate says
+    # how many bytes of an unfinished event were lost.
+    if block_start is not None:
+        events.append((Truncated("partial-event", len(stream) - block_start), None))
+    elif byte_tail:
+        events.append((Truncated("partial-event", len(byte_tail)), None))
+    return Reference(events, last_event_id, retry)
+
+
+def test_reference_on_a_known_stream() -> None:
+    # The reference itself is pinned once, so it cannot drift unnoticed.
+    ref = reference(BOM + b": hi\r\nid: 1\ndata: a\rdata: b\n\nretry: 5\ndata")
+    assert ref.events == [
+        (Heartbeat("hi"), 8),
+        (ServerSentEvent("message", "a\nb", "1", None), 32),
+        (Truncated("partial-event", 13), None),
+    ]
+    assert ref.last_event_id == "1"
+    assert ref.retry == 5
+
+
+# --- running the parser ------------------------------------------------------
+
+
+def outcome(chunks: list[bytes], drains: list[bool] | None = None) -> tuple[list[Any], str, int | None]:
+    """Feed chunks (draining after chunk i when ``drains[i]``, default
+    always), then end of stream; return events, last_event_id and retry."""
+    parser = EventStreamParser()
+    events: list[Any] = []
+    for i, chunk in enumerate(chunks):
+        parser.receive_data(chunk)
+        if drains is None or drains[i]:
+            events += drain(parser)
+    events += feed_all(parser, [])
+    return events, parser.last_event_id, parser.retry
+
+
+def bytewise(stream: bytes) -> list[bytes]:
+    return [stream[i : i + 1] for i in range(len(stream))]
+
+
+fewer = settings(max_examples=max(10, settings().max_examples // 2))
+
+
+# --- 1. chunking invariance ----------------------------------------------------
+
+
+@given(stream=sse_bytes(), data=st.data())
+def test_chunking_invariance(stream: bytes, data: st.DataObject) -> None:
+    whole = outcome([stream])
+    chunks = data.draw(chunked(stream), label="chunks")
+    drains = data.draw(st.lists(st.booleans(), min_size=len(chunks), max_size=len(chunks)), label="drains")
+    assert outcome(chunks, drains) == whole
+    assert outcome(bytewise(stream)) == whole
+
+
+# --- 2. agreement with the reference ---------------------------------------------
+
+
+@given(stream=sse_bytes(), data=st.data())
+def test_agrees_with_reference(stream: bytes, data: st.DataObject) -> None:
+    ref = reference(stream)
+    expected = ([e for e, _ in ref.events] + [CLOSED], ref.last_event_id, ref.retry)
+    assert outcome([stream]) == expected
+    assert outcome(data.draw(chunked(stream), label="chunks")) == expected
+
+
+@given(stream=st.binary(max_size=120))
+def test_agrees_with_reference_on_raw_bytes(stream: bytes) -> None:
+    ref = reference(stream)
+    assert outcome([stream]) == ([e for e, _ in ref.events] + [CLOSED], ref.last_event_id, ref.retry)
+
+
+# --- 3. encode -> parse round trip ------------------------------------------------
+
+one_line = st.text(st.characters(codec="utf-8", exclude_characters="\r\n"))
+server_events = st.builds(
+    ServerSentEvent,
+    event=one_line.filter(bool),
+    data=st.text(st.characters(codec="utf-8")),
+    id=st.text(st.characters(codec="utf-8", exclude_characters="\r\n\x00")),
+    retry=st.none() | st.integers(0, 10**15),
+)
+units = st.lists(st.one_of(server_events, st.builds(Heartbeat, one_line)), max_size=8)
+newlines = st.sampled_from(["\n", "\r\n", "\r"])
+
+
+@given(units=units, data=st.data())
+def test_encode_parse_round_trip(units: list[ServerSentEvent | Heartbeat], data: st.DataObject) -> None:
+    stream = b"".join(encode(u, newline=data.draw(newlines, label="newline")) for u in units)
+    # What comes back: ids are sticky (encode writes no "id:" line for an
+    # empty id, so the previous one stays), and CR / CRLF in data are line
+    # breaks that come back as LF.
+    expected: list[Any] = []
+    current_id = ""
+    last_retry = None
+    for unit in units:
+        if isinstance(unit, Heartbeat):
+            expected.append(unit)
+            continue
+        current_id = unit.id or current_id
+        if unit.retry is not None:
+            last_retry = unit.retry
+        data_text = unit.data.replace("\r\n", "\n").replace("\r", "\n")
+        expected.append(ServerSentEvent(unit.event, data_text, current_id, unit.retry))
+    chunks = data.draw(chunked(stream), label="chunks")
+    assert outcome(chunks) == ([*expected, CLOSED], current_id, last_retry)
+
+
+any_text = st.text(st.one_of(st.sampled_from("\r\n\x00 :\ud800\udfff"), st.characters()), max_size=6)
+
+
+@given(
+    unit=st.one_of(
+        st.builds(ServerSentEvent, any_text, any_text, any_text, st.none() | st.integers(-3, 10**6)),
+        st.builds(Heartbeat, any_text),
+    ),
+    newline=newlines,
+)
+def test_encode_writes_what_reads_back_or_refuses(unit: ServerSentEvent | Heartbeat, newline: str) -> None:
+    try:
+        stream = encode(unit, newline=newline)
+    except LocalProtocolError:
+        return
+    if isinstance(unit, ServerSentEvent):
+        data_text = unit.data.replace("\r\n", "\n").replace("\r", "\n")
+        unit = ServerSentEvent(unit.event, data_text, unit.id, unit.retry)
+    assert outcome([stream])[0] == [unit, CLOSED]
+
+
+# --- 4. never crashes ----------------------------------------------------------------
+
+
+@given(
+    stream=st.one_of(st.binary(max_size=200), sse_bytes(), long_sse_bytes()),
+    limit=st.none() | st.integers(1, 64),
+    data=st.data(),
+)
+def test_never_crashes(stream: bytes, limit: int | None, data: st.DataObject) -> None:
+    parser = EventStreamParser() if limit is None else EventStreamParser(max_event_size=limit)
+    chunks = data.draw(chunked(stream), label="chunks")
+    try:
+        events = feed_all(parser, chunks)
+    except RemoteProtocolError as err:
+        assert limit is not None  # the default limit is far above these streams
+        assert err.offset is not None
+        assert 0 <= err.offset <= len(stream)
+        assert f"at byte {err.offset} " in str(err)
+        with pytest.raises(LocalProtocolError):
+            parser.next_event()
+        with pytest.raises(LocalProtocolError):
+            parser.receive_data(b"x")
+        return
+    assert events[-1] is CLOSED
+    body = events[:-1]
+    assert all(type(e) in (ServerSentEvent, Heartbeat, Truncated) for e in body)
+    truncated = [e for e in body if type(e) is Truncated]
+    if truncated:
+        assert body[-1] is truncated[0]
+        assert 0 < truncated[0].pending <= len(stream)
+
+
+# --- 5. bounded memory ---------------------------------------------------------------
+
+
+@given(stream=long_sse_bytes(), size=st.integers(1, 16), limit=st.integers(1, 64))
+def test_bounded_memory(stream: bytes, size: int, limit: int) -> None:
+    # The only test that reads private state: what the parser holds between
+    # calls for the unfinished event is its receive buffer (``_buf``) plus
+    # the open block's data lines and event type (``_data``, ``_type``).
+    # SPEC §6.3: never more than max_event_size plus one chunk.
+    parser = EventStreamParser(max_event_size=limit)
+
+    def held() -> int:
+        return len(parser._buf) + sum(map(len, parser._data)) + len(parser._type)
+
+    for i in range(0, len(stream), size):
+        parser.receive_data(stream[i : i + size])
+        assert held() <= limit + size
+        try:
+            drain(parser)
+        except RemoteProtocolError:
+            note(f"limit hit after {i + size} bytes")
+            return
+        assert held() <= limit + size
+
+
+def test_bounded_memory_on_one_endless_line() -> None:
+    parser = EventStreamParser(max_event_size=1000)
+    chunk = b"x" * 64
+    with pytest.raises(RemoteProtocolError, match="at byte 0 "):
+        for _ in range(100):
+            parser.receive_data(chunk)
+            assert len(parser._buf) <= 1000 + 64
+            drain(parser)
+
+
+# --- 6. latency ------------------------------------------------------------------------
+
+
+def availability(chunks: list[bytes]) -> list[tuple[Any, int | None]]:
+    """Feed chunks, draining after each; pair every event with the number of
+    bytes received when it came out (None: only after end of stream)."""
+    parser = EventStreamParser()
+    got: list[tuple[Any, int | None]] = []
+    received = 0
+    for chunk in chunks:
+        parser.receive_data(chunk)
+        received += len(chunk)
+        got += [(e, received) for e in drain(parser)]
+    got += [(e, None) for e in feed_all(parser, [])[:-1]]
+    return got
+
+
+@fewer
+@given(stream=sse_bytes(), data=st.data())
+def test_latency(stream: bytes, data: st.DataObject) -> None:
+    ref = reference(stream)
+    # Byte by byte, every event comes out right after the byte that ends
+    # its line (the CR of a CRLF included), never later.
+    assert availability(bytewise(stream)) == ref.events
+    # With any chunking, an event comes out with the chunk holding that byte.
+    chunks = data.draw(chunked(stream), label="chunks")
+    ends = []
+    total = 0
+    for chunk in chunks:
+        total += len(chunk)
+        ends.append(total)
+
+    def with_chunk(ready: int | None) -> int | None:
+        return None if ready is None else next(end for end in ends if end >= ready)
+
+    assert availability(chunks) == [(e, with_chunk(ready)) for e, ready in ref.events]
