@@ -191,6 +191,7 @@ class ChatStream:
             return out[pos]
         out.clear()
         self._pos = 0
+        parser = self._parser
         while not out:
             if self._poisoned is not None:
                 raise LocalProtocolError(f"stream unusable after an earlier error: {self._poisoned}")
@@ -205,23 +206,15 @@ class ChatStream:
                     self._read_body()
                     continue
                 return CLOSED
-            try:
-                ev: object = self._parser.next_event()
-            except RemoteProtocolError as exc:
-                self._poisoned = str(exc)
-                raise
-            if type(ev) is str:
-                self._message(ev, "message")
-            elif type(ev) is ServerSentEvent:
-                self._message(ev.data, ev.event)
-            elif ev is NEED_DATA:
+            items = parser._take()
+            if items:
+                self._feed(items)
+            elif parser._pending_error is not None:
+                self._poisoned = str(parser._pending_error)
+                raise parser._pending_error
+            elif not parser._closed:
                 return NEED_DATA
-            elif type(ev) is Heartbeat:
-                return ev
-            elif type(ev) is Truncated:
-                self._truncated = True
-                return ev
-            else:  # CLOSED: the stream ended without [DONE]
+            else:  # the body ended without [DONE]
                 self._done = True
                 if not self._truncated:
                     finish = self._finish
@@ -234,96 +227,93 @@ class ChatStream:
 
     # -- stream mode ------------------------------------------------------------
 
-    def _message(self, data: str, event: str) -> None:
-        """Interpret the data of one dispatched event of type ``event``."""
-        self._events += 1
-        if data[:1] == "{":
-            try:
-                chunk, end = _scan(data, 0)
-            except (StopIteration, ValueError, RecursionError):
-                chunk = end = None
-            if end == len(data) or (end is not None and not data[end:].strip(_ASCII_WS)):
-                if type(chunk) is dict:
-                    if event == "error" and not chunk.get("error"):
-                        self._error_event(chunk, data)
-                    else:
-                        self._chunk(chunk)
-                    return
-        text = data.strip(_ASCII_WS)
-        if text == "[DONE]":
-            self._done = True
-            self._out.append(_DONE_SENTINEL)
-            return
-        if not text:
-            return
-        if event == "error":
-            self._error_event(None, data)
-            return
-        try:
-            value = json.loads(text)
-        except (ValueError, RecursionError) as exc:
-            problem = f"is not JSON ({exc})"
-        else:
-            if type(value) is dict:
-                self._chunk(value)
-                return
-            problem = f"is JSON but not an object ({type(value).__name__})"
-        if self.strict:
-            end_at = self._parser._handed_end()
-            self._pending_error = RemoteProtocolError(
-                f"data payload of event {self._events} (ending at byte {end_at}) {problem}: {_snippet(data)}",
-                end_at,
-            )
+    def _feed(self, items: list[Any]) -> None:
+        """Interpret what one parser step produced: the hot path.
 
-    def _chunk(self, chunk: dict[str, Any]) -> None:
-        """Interpret one chunk object: the hot path."""
+        ``items`` holds the data of plain "message" events as str, other
+        events as ``ServerSentEvent``, and ``Heartbeat`` / ``Truncated``.
+        A JSON object is a chunk, interpreted here; everything else goes to
+        ``_other``.  Stops at ``[DONE]`` and at a strict-mode error.
+        """
         out = self._out
-        if self._missing:
-            self._take_metadata(chunk)
-        choices = chunk.get("choices")
-        if type(choices) is list:
-            finish_of = self._finish
-            for pos, c in enumerate(choices):
-                if type(c) is not dict:
-                    continue
-                i = c.get("index")
-                if type(i) is not int:
-                    i = pos
-                if i not in finish_of:
-                    finish_of[i] = None
-                delta = c.get("delta")
-                if type(delta) is dict:
-                    content = ""
-                    role = reasoning = alt = refusal = calls = None
-                    for k, v in delta.items():
-                        if k == "content":
-                            if type(v) is str:
-                                content = v
-                        elif k == "role":
-                            role = v
-                        elif k == "reasoning_content":
-                            reasoning = v
-                        elif k == "reasoning":
-                            alt = v
-                        elif k == "refusal":
-                            refusal = v
-                        elif k == "tool_calls":
-                            calls = v
-                    if type(role) is not str or not role:
-                        role = None
-                    if type(reasoning) is not str or not reasoning:
-                        reasoning = alt if type(alt) is str and alt else None
-                    if type(refusal) is not str or not refusal:
-                        refusal = None
-                    if content or role or reasoning or refusal:
-                        out.append(_new_delta(i, content, role, reasoning, refusal, c.get("logprobs")))
-                    if calls and type(calls) is list:
-                        self._tool_calls(i, calls)
-                reason = c.get("finish_reason")
-                if reason and type(reason) is str and finish_of[i] != reason:
-                    finish_of[i] = reason
-                    out.append(_new_finish(i, reason))
-        usage = chunk.get("usage")
+        finish_of = self._finish
+        for n, item in enumerate(items):
+            if type(item) is str:
+                data, event = item, "message"
+            elif type(item) is ServerSentEvent:
+                data, event = item.data, item.event
+            else:  # Heartbeat, or Truncated at the end of the body
+                self._truncated = type(item) is Truncated
+                out.append(item)
+                continue
+            self._events += 1
+            if data[:1] != "{":
+                data = data.strip(_ASCII_WS)
+            chunk = None
+            if data[:1] == "{":
+                try:
+                    chunk, end = _scan(data, 0)
+                except (StopIteration, ValueError, RecursionError):
+                    pass
+                else:
+                    if end != len(data) and data[end:].strip(_ASCII_WS):
+                        chunk = None
+            if chunk is None:
+                if self._other(data, event, n):
+                    return
+                continue
+            if self._missing:
+                self._take_metadata(chunk)
+            choices = chunk.get("choices")
+            if choices and type(choices) is list:
+                for pos, c in enumerate(choices):
+                    if type(c) is not dict:
+                        continue
+                    i = c.get("index")
+                    if type(i) is not int:
+                        i = pos
+                    if i not in finish_of:
+                        finish_of[i] = None
+                    delta = c.get("delta")
+                    if delta and type(delta) is dict:
+                        content = ""
+                        role = reasoning = alt = refusal = calls = None
+                        for k, v in delta.items():
+                            if k == "content":
+                                if type(v) is str:
+                                    content = v
+                            elif k == "role":
+                                role = v
+                            elif k == "reasoning_content":
+                                reasoning = v
+                            elif k == "reasoning":
+                                alt = v
+                            elif k == "refusal":
+                                refusal = v
+                            elif k == "tool_calls":
+                                calls = v
+                        if role is not None and (type(role) is not str or not role):
+                            role = None
+                        if reasoning is None or type(reasoning) is not str or not reasoning:
+                            reasoning = alt if type(alt) is str and alt else None
+                        if refusal is not None and (type(refusal) is not str or not refusal):
+                            refusal = None
+                        if content or role or reasoning or refusal:
+                            out.append(_new_delta(i, content, role, reasoning, refusal, c.get("logprobs")))
+                        if calls and type(calls) is list:
+                            self._tool_calls(i, calls)
+                    reason = c.get("finish_reason")
+                    if reason and type(reason) is str and finish_of[i] != reason:
+                        finish_of[i] = reason
+                        out.append(_new_finish(i, reason))
+            usage = chunk.get("usage")
+            if usage or "x_groq" in chunk or "error" in chunk or event == "error":
+                self._usage_and_error(chunk, usage, event, data)
+
+    def _usage_and_error(self, chunk: dict[str, Any], usage: object, event: str, data: str) -> None:
+        """A chunk's ``Usage`` (or Groq's ``x_groq.usage``), then its error:
+        its ``error`` member, or the chunk itself under ``event: error``."""
+        out = self._out
         if not usage or type(usage) is not dict:
             groq = chunk.get("x_groq")
             usage = groq.get("usage") if type(groq) is dict else None
@@ -339,6 +329,39 @@ class ChatStream:
         error = chunk.get("error")
         if error:
             out.append(_stream_error(None, error, chunk, json.dumps(error)))
+        elif event == "error":
+            out.append(_stream_error(None, chunk, chunk, data))
+
+    def _other(self, data: str, event: str, n: int) -> bool:
+        """A payload that is not a chunk object: ``[DONE]``, blank, an
+        ``event: error``, or not JSON.  ``n`` is its place in the batch.
+        Returns True when nothing after it may be read."""
+        if data == "[DONE]":
+            self._done = True
+            self._out.append(_DONE_SENTINEL)
+            return True
+        if not data:
+            return False
+        try:
+            value = json.loads(data)
+        except (ValueError, RecursionError) as exc:
+            value = exc
+        if event == "error":
+            body = data if isinstance(value, Exception) else value
+            self._out.append(StreamError(None, None, data, None, body))
+            return False
+        if isinstance(value, Exception):
+            problem = f"is not JSON ({value})"
+        else:
+            problem = f"is JSON but not an object ({type(value).__name__})"
+        if not self.strict:
+            return False
+        end_at = self._parser._handed_end(n)
+        self._pending_error = RemoteProtocolError(
+            f"data payload of event {self._events} (ending at byte {end_at}) {problem}: {_snippet(data)}",
+            end_at,
+        )
+        return True
 
     def _tool_calls(self, choice: int, calls: list[Any]) -> None:
         out = self._out
@@ -395,13 +418,6 @@ class ChatStream:
             missing.append(key)
         self._missing = tuple(missing)
 
-    def _error_event(self, chunk: dict[str, Any] | None, data: str) -> None:
-        """An ``event: error`` whose payload has no ``error`` member."""
-        if chunk is None:
-            self._out.append(StreamError(None, None, data.strip(_ASCII_WS), None, data))
-        else:
-            self._out.append(_stream_error(None, chunk, chunk, data))
-
     # -- buffered mode ------------------------------------------------------------
 
     def _read_body(self) -> None:
@@ -414,7 +430,6 @@ class ChatStream:
             body = text
         ok = 200 <= self.status_code < 300
         if ok and type(body) is dict and not body.get("error") and type(body.get("choices")) is list:
-            self._take_metadata(body)
             self._completion(body)
             return
         if type(body) is dict and body.get("error"):
@@ -445,7 +460,7 @@ class ChatStream:
             stream.append({**c, "index": c.get("index", pos), "delta": message})
         chunk = {k: v for k, v in body.items() if k != "choices"}
         chunk["choices"] = stream
-        self._chunk(chunk)
+        self._feed([json.dumps(chunk)])
         self._out.append(Done(False))
 
 

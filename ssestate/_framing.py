@@ -199,6 +199,17 @@ class EventStreamParser:
             return out[0]  # type: ignore[return-value]  # a str only in raw mode
         return self.next_event() if self._pending_error or self._closed else NEED_DATA
 
+    def _take(self) -> list[FramingEvent | str]:
+        """Run one step if it has work and hand over all it produced: the
+        batch interface of an owning ChatStream, which then reads
+        ``_pending_error`` and ``_closed`` itself when the list is empty."""
+        if self._pending_error is not None or self._closed or not (self._ready or self._eof):
+            return []
+        out = self._out = []
+        self._pos = 0
+        self._step()
+        return out
+
     # -- the step -------------------------------------------------------------
 
     def _step(self) -> None:
@@ -369,11 +380,10 @@ class EventStreamParser:
             next(ends)
         return self._batch_base + next(ends).end()
 
-    def _handed_end(self) -> int:
-        """Stream offset just past the line that produced the latest event
-        handed out from the latest batch (the blank line that dispatched it,
-        or the comment line of a heartbeat)."""
-        nth = self._pos - 1
+    def _handed_end(self, nth: int) -> int:
+        """Stream offset just past the line that produced item ``nth`` of the
+        latest step's output (the blank line that dispatched an event, or
+        the comment line of a heartbeat)."""
         has_data = self._batch_has_data
         text = self._batch.decode("utf-8", "replace")
         if "\r" in text:
