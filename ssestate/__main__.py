@@ -1,0 +1,10 @@
+"""``python -m ssestate`` and the ``ssestate`` console script."""
+
+from __future__ import annotations
+
+from ._cli import main
+
+__all__ = ["main"]
+
+if __name__ == "__main__":
+    raise SystemExit(main())
