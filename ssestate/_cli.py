@@ -148,6 +148,10 @@ def _seconds(value: float | None) -> str:
     return f"{value:.2f} s"
 
 
+def _count_of(n: int, noun: str) -> str:
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
+
+
 def _size(n: int) -> str:
     return f"{n} B" if n < 1024 else f"{n / 1024:.1f} KiB"
 
@@ -464,7 +468,8 @@ class ScenarioHandler:
         label = f"{name} seed {seed}" + (f" speed {speed:g}" if speed != self.speed else "")
         if name == "random":
             label += f" ({random_choice(seed)})"
-        self.chosen[request.attempt] = label
+        if self.log is not None:
+            self.chosen[request.attempt] = label  # for the line that reports how it ended
         self._log(f"{what} -> {label}")
         return scenario(name, seed, speed)
 
@@ -500,7 +505,7 @@ def _cmd_serve(args: argparse.Namespace, out: Out) -> int:
             records = server.wait_for(seen + 1, timeout=0.2)
             for record in records[seen:]:
                 detail = f": {record.detail}" if record.detail and record.outcome != "complete" else ""
-                label = handler.chosen.get(record.attempt, "")
+                label = handler.chosen.pop(record.attempt, "")
                 out.line(p(f"#{record.attempt} {label} ended {record.outcome} at step {record.step}{detail}", "dim"))
             seen = len(records)
 
@@ -576,8 +581,8 @@ def _stats_line(stats: Any, heartbeats: int) -> str:
     return (
         f"TTFB {_seconds(stats.ttfb)} · TTFT {_seconds(stats.ttft)} · "
         f"gaps p50 {_seconds(stats.gaps_p50)}, p95 {_seconds(stats.gaps_p95)}, max {_seconds(stats.gaps_max)} · "
-        f"total {_seconds(stats.total)} · {stats.events} events, {_size(stats.bytes)}"
-        + (f", {heartbeats} keep-alive comments" if heartbeats else "")
+        f"total {_seconds(stats.total)} · {_count_of(stats.events, 'event')}, {_size(stats.bytes)}"
+        + (f", {_count_of(heartbeats, 'keep-alive comment')}" if heartbeats else "")
     )
 
 
@@ -805,7 +810,8 @@ def _scan_bytes(body: bytes, problems: list[Problem]) -> None:
             Problem(
                 "warning",
                 lone[0],
-                f"{len(lone)} line(s) end in a lone CR: legal, but many clients split lines on LF only",
+                f"{_count_of(len(lone), 'line')} {'ends' if len(lone) == 1 else 'end'} in a lone CR: legal, "
+                "but many clients split lines on LF only",
             )
         )
     try:
@@ -903,7 +909,7 @@ def analyse(body: bytes, status: int, content_type: str | None) -> Report:
                 Problem(
                     "warning",
                     after_done[0],
-                    f"{len(after_done)} event(s) after [DONE]: ignored by clients that stop there",
+                    f"{_count_of(len(after_done), 'event')} after [DONE]: ignored by clients that stop there",
                 )
             )
     for offset, ev in timeline:

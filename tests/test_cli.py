@@ -6,7 +6,6 @@ from __future__ import annotations
 import http.client
 import json
 import os
-import pty
 import queue
 import re
 import signal
@@ -189,13 +188,13 @@ def test_inspect_flags_every_problem() -> None:
     assert problems == [
         "  warning: byte 0: the stream starts with a UTF-8 BOM: WHATWG parsers drop it, naive ones read the first "
         "field name as '\\ufeffdata' and lose the first event",
-        "  warning: byte 59: 2 line(s) end in a lone CR: legal, but many clients split lines on LF only",
+        "  warning: byte 59: 2 lines end in a lone CR: legal, but many clients split lines on LF only",
         "  warning: byte 77: unknown field 'error': SSE parsers ignore the line",
         '  warning: byte 77: data is not JSON, skipped: "not json"',
         "  warning: byte 141: invalid UTF-8 (decoded as U+FFFD)",
         "  warning: byte 208: a stray BOM (U+FEFF) starts a line: that line's field name is not 'data' and the "
         "line is ignored",
-        "  warning: byte 208: 1 event(s) after [DONE]: ignored by clients that stop there",
+        "  warning: byte 208: 1 event after [DONE]: ignored by clients that stop there",
     ]
     assert "re-fed in 1-byte chunks: the same 4 events" in proc.stdout
 
@@ -254,6 +253,7 @@ def test_inspect_empty_body() -> None:
 
 def _run_on_tty(*args: str, **env: str) -> str:
     """Run with stdout and stderr on a pseudo-terminal; return what it showed."""
+    pty = pytest.importorskip("pty", reason="needs a POSIX pseudo-terminal")
     leader, follower = pty.openpty()
     proc = subprocess.Popen(
         [sys.executable, "-m", "ssestate", *args], stdout=follower, stderr=follower, env=_env(**env)
@@ -439,6 +439,17 @@ def test_serve_consumed_by_the_httpx_adapter(served: Served, name: str) -> None:
         for event in call:
             acc.feed(event)
     assert acc.outcome == expected_outcome(name, 9)
+
+
+def test_serve_consumed_by_the_official_openai_client(served: Served) -> None:
+    openai = pytest.importorskip("openai")
+    client = openai.OpenAI(base_url=served.url, api_key="sk-dummy", max_retries=0)
+    stream = client.chat.completions.create(model="cjk", messages=[{"role": "user", "content": "hi"}], stream=True)
+    text = "".join(chunk.choices[0].delta.content or "" for chunk in stream if chunk.choices)
+    assert text == _accumulate(scenario("cjk", 0)).choices[0].content
+    with pytest.raises(openai.AuthenticationError, match="Error code: 401 - Incorrect API key provided") as info:
+        client.chat.completions.create(model="error-401", messages=[], stream=True)
+    assert info.value.code == "invalid_api_key"
 
 
 @pytest.mark.parametrize("name", ["text", "parallel-tools", "drop-mid-event", "error-401"])
