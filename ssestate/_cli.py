@@ -723,7 +723,12 @@ def _cmd_demo(args: argparse.Namespace, out: Out) -> int:
     p = out.paint
     start = time.monotonic()
     handler = ScenarioHandler("text", args.seed, args.speed)
-    with ScriptServer(handler) as server:
+    try:
+        server = ScriptServer(handler)
+    except OSError as exc:
+        out.err(f"ssestate demo: cannot start the loopback server: {exc.strerror or exc}")
+        return EXIT_OUTCOME
+    with server:
         out.line(
             p("ssestate demo", "bold") + f": a loopback server at {server.url} streams {len(names)} scenarios; "
             "each is read with ssestate.adapters.sync and typed out at a steady pace"

@@ -12,10 +12,11 @@ Every streamed scenario is built in two passes:
 1. **What the model produced**: a list of *units*, each one event or comment
    as ``ssestate.encode`` / ``encode_chunk`` writes it, with the delay since
    the previous unit (token pacing with jitter, occasional upstream stalls,
-   keep-alive comments during long silences).  Chunk shapes follow real
-   servers (``/work/shared``-style notes on OpenAI, DeepSeek, vLLM, OpenRouter,
-   sse-starlette): role chunk first, finish on its own chunk or on the last
-   content chunk, a ``choices: []`` usage chunk, ``[DONE]``.
+   keep-alive comments during long silences).  Chunk shapes follow what real
+   servers send (OpenAI, DeepSeek, vLLM, OpenRouter, servers built on
+   sse-starlette, nginx in front of a dead backend): role chunk first,
+   finish on its own chunk or on the last content chunk, a ``choices: []``
+   usage chunk, ``[DONE]``.
 2. **What the network delivered** (``_deliver``): units are grouped into
    writes.  A unit with no delay joins the write before it (it was produced
    at the same moment: a finish right after the last token, tokens held up
