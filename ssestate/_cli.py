@@ -112,8 +112,16 @@ class Paint:
     def __call__(self, text: str, *styles: str) -> str:
         if not self.enabled or not styles or not text:
             return text
-        codes = ";".join(self._CODES[s] for s in styles)
-        return f"\x1b[{codes}m{text}\x1b[0m"
+        return f"{self.start(*styles)}{text}\x1b[0m"
+
+    def start(self, *styles: str) -> str:
+        """The escape that switches to ``styles`` ("" when colour is off)."""
+        if not self.enabled or not styles:
+            return ""
+        return f"\x1b[{';'.join(self._CODES[s] for s in styles)}m"
+
+    def reset(self) -> str:
+        return "\x1b[0m" if self.enabled else ""
 
 
 class Out:
@@ -587,19 +595,33 @@ def _stats_line(stats: Any, heartbeats: int) -> str:
 
 
 class _Screen:
-    """What the demo writes: paced text, live tool calls, column tracking."""
+    """What the demo writes: one choice's text typed out through a pacer,
+    tool calls live, styles switched only when they change."""
 
     def __init__(self, out: Out, rate: float, max_lag: float) -> None:
         self.out = out
         self.pacer = Pacer(rate, max_lag)
-        self.style: tuple[str, ...] = ()
+        self.style: tuple[str, ...] = ()  # style of the text in the pacer
+        self.active: tuple[str, ...] = ()  # style the terminal is in
         self.at_line_start = True
         self.open_call = False
+        self.live: int | None = None  # the choice shown live (the first seen)
+
+    def shows(self, choice: int) -> bool:
+        if self.live is None:
+            self.live = choice
+        return choice == self.live
 
     def write(self, text: str, *style: str) -> None:
-        if text:
-            self.out.write(self.out.paint(text, *style))
-            self.at_line_start = text.endswith("\n")
+        if not text:
+            return
+        paint = self.out.paint
+        prefix = ""
+        if style != self.active:
+            prefix = (paint.reset() if self.active else "") + paint.start(*style)
+            self.active = style
+        self.out.write(prefix + text)
+        self.at_line_start = text.endswith("\n")
 
     def newline(self) -> None:
         if not self.at_line_start:
@@ -635,6 +657,9 @@ class _Screen:
         self.pacer.close()
         self.write(self.pacer.take(0.0), *self.style)
         self.close_call()
+        if self.active:
+            self.out.write(self.out.paint.reset())
+            self.active = ()
         self.newline()
 
 
@@ -686,12 +711,12 @@ def _demo_one(out: Out, url: str, name: str, *, seed: int, speed: float, rate: f
             continue
         acc.feed(item)
         now = clock()
-        if isinstance(item, Delta):
+        if isinstance(item, Delta) and screen.shows(item.choice):
             if item.reasoning:
                 screen.text(item.reasoning, ("dim",), now)
             if item.content:
                 screen.text(item.content, (), now)
-        elif isinstance(item, ToolCallFragment):
+        elif isinstance(item, ToolCallFragment) and screen.shows(item.choice):
             screen.tool(item)
         elif isinstance(item, Heartbeat):
             heartbeats += 1
@@ -701,7 +726,9 @@ def _demo_one(out: Out, url: str, name: str, *, seed: int, speed: float, rate: f
     if kind == "fail":
         out.line(p(f"  ✗ {type(item).__name__}: {item}", "red"))
         return False
-    for choice in acc.choices.values():
+    for index, choice in acc.choices.items():
+        if index != screen.live and choice.content:
+            out.line(p(f"  choice {index} (not typed out above): ", "bold") + choice.content)
         for call in choice.tool_calls:
             parsed, problem = _arguments(call)
             if problem is None:

@@ -317,6 +317,9 @@ def test_demo_picks_scenarios() -> None:
     assert "▶ text" not in proc.stdout
     assert "That makes three." in proc.stdout  # the reasoning, typed out too
     assert "There are three r's" in proc.stdout
+    # n=2: the first choice is typed out, the other shown whole at the end.
+    assert "\nBonjour ! Je peux vous aider.\n" in proc.stdout
+    assert "\n  choice 1 (not typed out above): Hello! How can I help you today?" in proc.stdout
 
 
 # -- serve -----------------------------------------------------------------------------------
