@@ -33,7 +33,7 @@ from ssestate._scenarios import (
     scenario,
 )
 from ssestate._script import Script
-from tests.helpers import feed_all
+from helpers import feed_all
 
 FIXED = [name for name in SCENARIOS if name != "random"]
 
