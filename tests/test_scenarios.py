@@ -8,6 +8,7 @@ import json
 import math
 
 import pytest
+from helpers import feed_all
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -33,7 +34,6 @@ from ssestate._scenarios import (
     scenario,
 )
 from ssestate._script import Script
-from helpers import feed_all
 
 FIXED = [name for name in SCENARIOS if name != "random"]
 
