@@ -214,6 +214,14 @@ def test_big_events_are_exactly_64_kib() -> None:
     assert has_astral(text) and has_cjk(text)
 
 
+def test_ascii_big_events() -> None:
+    f = fx.big_event_stream(n_events=3, ascii_only=True)
+    assert f.name == "64KiB-ascii" and f.body.isascii()
+    assert len(f.body) == 3 * 65536 and f.largest_event == 65536
+    assert parse(fx.chunk(f.body, 1460)) == [ServerSentEvent("message", p, "", None) for p in f.payloads]
+    assert fx.big_event_stream(n_events=3, ascii_only=True).body == f.body
+
+
 def test_big_event_too_small_is_refused() -> None:
     with pytest.raises(ValueError, match="overhead"):
         fx.big_event_stream(n_events=1, event_size=100)
