@@ -90,7 +90,6 @@ class ChatStream:
         "_body",
         "_done",
         "_eof",
-        "_events",
         "_finish",
         "_missing",
         "_out",
@@ -138,7 +137,6 @@ class ChatStream:
         # (choice, tool index) -> id, and (choice, array position) -> tool index.
         self._tool_ids: dict[tuple[int, int], str] | None = None
         self._tool_pos: dict[tuple[int, int], int] | None = None
-        self._events = 0  # data events seen, for error messages
         self._eof = False
         self._done = False  # [DONE] seen, or the buffered body was read
         self._truncated = False
@@ -236,30 +234,26 @@ class ChatStream:
         ``_other``.  Stops at ``[DONE]`` and at a strict-mode error.
         """
         out = self._out
+        append = out.append
+        new_delta = _new_delta
         finish_of = self._finish
-        for n, item in enumerate(items):
-            if type(item) is str:
-                data, event = item, "message"
-            elif type(item) is ServerSentEvent:
-                data, event = item.data, item.event
-            else:  # Heartbeat, or Truncated at the end of the body
-                self._truncated = type(item) is Truncated
-                out.append(item)
-                continue
-            self._events += 1
-            if data[:1] != "{":
-                data = data.strip(_ASCII_WS)
-            chunk = None
-            if data[:1] == "{":
-                try:
-                    chunk, end = _scan(data, 0)
-                except (StopIteration, ValueError, RecursionError):
-                    pass
-                else:
-                    if end != len(data) and data[end:].strip(_ASCII_WS):
-                        chunk = None
-            if chunk is None:
-                if self._other(data, event, n):
+        for n, data in enumerate(items):
+            if type(data) is not str:
+                if type(data) is not ServerSentEvent:  # Heartbeat, or Truncated at the end
+                    self._truncated = type(data) is Truncated
+                    append(data)
+                    continue
+                if data.event == "error":
+                    if self._other(data.data, "error", n):
+                        return
+                    continue
+                data = data.data
+            try:
+                chunk, end = _scan(data, 0)
+                if end != len(data) or type(chunk) is not dict:
+                    raise ValueError("not one object")
+            except (StopIteration, ValueError, RecursionError):
+                if self._other(data, "message", n):
                     return
                 continue
             if self._missing:
@@ -275,44 +269,46 @@ class ChatStream:
                     if i not in finish_of:
                         finish_of[i] = None
                     delta = c.get("delta")
-                    if delta and type(delta) is dict:
-                        content = ""
-                        role = reasoning = alt = refusal = calls = None
-                        for k, v in delta.items():
-                            if k == "content":
-                                if type(v) is str:
-                                    content = v
-                            elif k == "role":
-                                role = v
-                            elif k == "reasoning_content":
-                                reasoning = v
-                            elif k == "reasoning":
-                                alt = v
-                            elif k == "refusal":
-                                refusal = v
-                            elif k == "tool_calls":
-                                calls = v
-                        if role is not None and (type(role) is not str or not role):
-                            role = None
-                        if reasoning is None or type(reasoning) is not str or not reasoning:
-                            reasoning = alt if type(alt) is str and alt else None
-                        if refusal is not None and (type(refusal) is not str or not refusal):
-                            refusal = None
-                        if content or role or reasoning or refusal:
-                            out.append(_new_delta(i, content, role, reasoning, refusal, c.get("logprobs")))
-                        if calls and type(calls) is list:
-                            self._tool_calls(i, calls)
+                    if type(delta) is dict:
+                        content = delta.get("content")
+                        if len(delta) == 1 and type(content) is str:  # the usual chunk
+                            if content:
+                                append(new_delta(i, content, None, None, None, c.get("logprobs")))
+                        elif delta:
+                            self._delta(i, delta, c)
                     reason = c.get("finish_reason")
                     if reason and type(reason) is str and finish_of[i] != reason:
                         finish_of[i] = reason
-                        out.append(_new_finish(i, reason))
+                        append(_new_finish(i, reason))
             usage = chunk.get("usage")
-            if usage or "x_groq" in chunk or "error" in chunk or event == "error":
-                self._usage_and_error(chunk, usage, event, data)
+            if usage or "x_groq" in chunk or "error" in chunk:
+                self._usage_and_error(chunk, usage)
 
-    def _usage_and_error(self, chunk: dict[str, Any], usage: object, event: str, data: str) -> None:
-        """A chunk's ``Usage`` (or Groq's ``x_groq.usage``), then its error:
-        its ``error`` member, or the chunk itself under ``event: error``."""
+    def _delta(self, i: int, delta: dict[str, Any], choice: dict[str, Any]) -> None:
+        """A delta other than a lone ``content``: role, reasoning, refusal,
+        tool calls; empty strings and other types count as absent."""
+        content = delta.get("content")
+        if type(content) is not str:
+            content = ""
+        role = delta.get("role")
+        if type(role) is not str or not role:
+            role = None
+        reasoning = delta.get("reasoning_content")
+        if type(reasoning) is not str or not reasoning:
+            reasoning = delta.get("reasoning")
+            if type(reasoning) is not str or not reasoning:
+                reasoning = None
+        refusal = delta.get("refusal")
+        if type(refusal) is not str or not refusal:
+            refusal = None
+        if content or role or reasoning or refusal:
+            self._out.append(_new_delta(i, content, role, reasoning, refusal, choice.get("logprobs")))
+        calls = delta.get("tool_calls")
+        if calls and type(calls) is list:
+            self._tool_calls(i, calls)
+
+    def _usage_and_error(self, chunk: dict[str, Any], usage: object) -> None:
+        """A chunk's ``Usage`` (or Groq's ``x_groq.usage``), then its error."""
         out = self._out
         if not usage or type(usage) is not dict:
             groq = chunk.get("x_groq")
@@ -329,26 +325,31 @@ class ChatStream:
         error = chunk.get("error")
         if error:
             out.append(_stream_error(None, error, chunk, json.dumps(error)))
-        elif event == "error":
-            out.append(_stream_error(None, chunk, chunk, data))
 
     def _other(self, data: str, event: str, n: int) -> bool:
-        """A payload that is not a chunk object: ``[DONE]``, blank, an
-        ``event: error``, or not JSON.  ``n`` is its place in the batch.
-        Returns True when nothing after it may be read."""
-        if data == "[DONE]":
+        """A payload that is not one JSON object: ``[DONE]``, blank, padded
+        with whitespace, an ``event: error``, or not JSON.  ``n`` is its place
+        in the batch.  Returns True when nothing after it may be read."""
+        text = data.strip(_ASCII_WS)
+        if text == "[DONE]":
             self._done = True
             self._out.append(_DONE_SENTINEL)
             return True
-        if not data:
+        if not text:
             return False
         try:
-            value = json.loads(data)
+            value = json.loads(text)
         except (ValueError, RecursionError) as exc:
             value = exc
+        if type(value) is dict and (event != "error" or value.get("error")):
+            # A chunk (an error member included) with whitespace around it.
+            self._feed([text])
+            return self._done or self._pending_error is not None
         if event == "error":
-            body = data if isinstance(value, Exception) else value
-            self._out.append(StreamError(None, None, data, None, body))
+            if type(value) is dict:
+                self._out.append(_stream_error(None, value, value, data))
+            else:
+                self._out.append(StreamError(None, None, text, None, data if isinstance(value, Exception) else value))
             return False
         if isinstance(value, Exception):
             problem = f"is not JSON ({value})"
@@ -358,7 +359,7 @@ class ChatStream:
             return False
         end_at = self._parser._handed_end(n)
         self._pending_error = RemoteProtocolError(
-            f"data payload of event {self._events} (ending at byte {end_at}) {problem}: {_snippet(data)}",
+            f"data payload (the event ending at byte {end_at}) {problem}: {_snippet(data)}",
             end_at,
         )
         return True

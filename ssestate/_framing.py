@@ -284,28 +284,45 @@ class EventStreamParser:
     def _blocks(self, text: str) -> None:
         """Interpret text that starts at a block boundary: the hot path.
 
-        Cut at blank lines, most blocks of a real stream are one ``data``
-        line; those are dispatched here directly.  Every other block, and
-        the unfinished lines after the last blank line, go to ``_lines``.
+        Nearly every block of a real stream is one ``data: `` line, so the
+        text is cut where a blank line is followed by ``data: ``: each cut
+        piece then *is* an event's data, unless it holds a line break (the
+        block had more lines, or blank lines or comments followed it), in
+        which case that piece goes to ``_lines``.  So does whatever precedes
+        the first cut, and the last piece, which runs to the end of the text
+        and may hold an unfinished block.
         """
-        blocks = text.split("\n\n")
-        tail = blocks.pop()  # complete lines of a block with no blank line yet
+        pieces = text.split("\n\ndata: ")
+        if text[:6] == "data: ":
+            pieces[0] = pieces[0][6:]
+        else:
+            head = pieces.pop(0)
+            if not pieces:
+                self._lines(_split_lines(head))
+                return
+            lines = head.split("\n")
+            lines.append("")
+            self._lines(lines)
+        last = pieces.pop()
         out = self._out
-        ident = self._id_buf
         raw = self._raw
-        for block in blocks:
-            if block[:5] == "data:" and "\n" not in block:
-                value = block[6:] if block[5:6] == " " else block[5:]
-                out.append(value if raw else _new_event("message", value, ident, None))
-            else:
-                lines = block.split("\n")
+        ident = self._id_buf
+        for piece in pieces:  # each is followed by a blank line
+            if "\n" in piece:
+                lines = ("data: " + piece).split("\n")
                 lines.append("")
                 self._lines(lines)
                 ident = self._id_buf
-        if blocks:
+            else:
+                out.append(piece if raw else _new_event("message", piece, ident, None))
+        if last[-2:] == "\n\n" and last.find("\n") == len(last) - 2:
+            # The usual end of a batch: one more single-line event, complete.
+            out.append(last[:-2] if raw else _new_event("message", last[:-2], ident, None))
             self.last_event_id = ident
-        if tail:
-            self._lines(_split_lines(tail))
+        else:
+            if pieces:
+                self.last_event_id = ident
+            self._lines(_split_lines("data: " + last))
 
     def _lines(self, lines: list[str]) -> None:
         """Interpret complete lines: the hot path.
