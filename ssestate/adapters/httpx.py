@@ -1,0 +1,699 @@
+"""The httpx adapter: ``stream_chat`` on an ``httpx.Client``, ``astream_chat``
+on an ``httpx.AsyncClient``, and feeding helpers for responses opened with
+``client.stream(...)``.  Needs ``pip install 'ssestate[httpx]'`` (HTTP/2:
+``'ssestate[http2]'`` and a client made with ``http2=True``).
+
+Theory of operation
+-------------------
+Both calls run the loop that ``ssestate.adapters._common`` describes,
+with ``client.send(request, stream=True)`` for the head and the response's
+raw byte iterator for the body: ``iter_raw``/``aiter_raw``, which hand over
+what arrived (one HTTP/1.1 chunk, one HTTP/2 DATA frame) without waiting
+for more and without decoding anything.  The request carries
+``Accept-Encoding: identity``; a server that compresses anyway is read
+through ``iter_bytes``/``aiter_bytes`` (content decoding only, never text
+decoding).  The status and ``Content-Type`` of the response head go to the
+driver's ``ChatStream``; headers keep the case the server sent.
+
+Timeouts.  The driver owns one deadline: the first-byte limit from the
+start of the attempt (connecting, a pool slot and the head included) to the
+first body byte, then the idle limit from each body byte to the next.
+
+* Async: every await on the network (``send`` for the head, then each step
+  of the body iterator) runs inside an ``anyio.move_on_after`` scope set to
+  the time left until that deadline, so the same code works under asyncio
+  and trio; httpx's own timeouts are switched off for these requests
+  (``httpx.Timeout(None)``) so that only that deadline applies.
+* Sync: a blocking read can only be bounded by the socket timeout httpx
+  passes down, and httpx fixes it per request, not per read.  So the
+  request's timeout dict (``request.extensions["timeout"]``, which httpcore
+  consults) has its ``read`` entry rewritten with the time left before every
+  step of the body iterator; httpcore's HTTP/2 connection reads that entry
+  on every network read, so on HTTP/2 that is enough.  httpcore's HTTP/1.1
+  connection reads it once, when the body starts; there the adapter also
+  routes the connection's reads (the ``network_stream`` the response
+  exposes) through a wrapper that passes the time left on every read, and
+  removes the wrapper when the response is closed.  The head is bounded by
+  ``httpx.Timeout(first_byte_timeout)`` (connect, pool, write, read).
+  Whatever fires, an httpx timeout becomes the driver's ``StreamTimeout``.
+
+Closing.  ``close()``/``aclose()``, leaving the ``with`` block, breaking out
+of the loop (then the ``with`` block, or garbage collection, closes the
+call), closing a generator that iterates the call, an exception, asyncio
+task cancellation and trio or anyio cancel scopes all close the response
+at once; the async close runs shielded from the cancellation that caused
+it.  On HTTP/1.1 httpx then closes the connection (a response that was not
+read to its end cannot be reused), and the server sees the FIN.  On HTTP/2,
+httpx (httpcore 1.x) does not reset a stream that was closed early: the
+server would go on generating into a stream nobody reads, its DATA frames
+eating the connection's flow-control window.  So by default the adapter
+closes the whole HTTP/2 connection when it abandons a response before
+``Done`` or the end of the body (cancellation, a timeout, an error;
+``close_http2_connection=True``); other requests multiplexed on that
+connection fail with a transport error.  After ``Done`` the generation is
+over, and the connection stays in the pool for the next call.  Pass
+``False`` to keep the connection in every case and leave the stream to
+httpx.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import socket
+import time
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Generator, Iterator, Mapping
+from types import TracebackType
+from typing import Any, overload
+
+try:
+    import anyio
+    import httpcore
+    import httpx
+except ImportError as exc:  # pragma: no cover - depends on the environment
+    raise ImportError("ssestate.adapters.httpx needs httpx: pip install 'ssestate[httpx]'") from exc
+
+from .._chat import ChatStream
+from .._events import ChatEvent, Done
+from .._framing import EventStreamParser, FramingEvent
+from .._retry import RetryPolicy, StreamTimeout
+from .._stats import StreamStats
+from .._util import CLOSED, Sentinel
+from ._common import ChatRequest, HeaderInput, StreamDriver, build_request
+
+__all__ = ["DEFAULT_RETRY", "AsyncHttpxCall", "HttpxCall", "aiter_events", "astream_chat", "iter_events", "stream_chat"]
+
+DEFAULT_RETRY = RetryPolicy()
+
+# Failures of the connection (refused, reset, a body cut short, a timeout),
+# as opposed to bugs and to errors in what the caller asked for.
+_TRANSPORT_ERRORS = (httpx.TransportError,)
+
+
+# -- helpers for responses opened by the caller --------------------------------
+
+
+def _raw_body(response: httpx.Response) -> bool:
+    """True when the body can be read untouched (no content coding)."""
+    coding = response.headers.get("content-encoding", "").strip().lower()
+    return coding in ("", "identity")
+
+
+def _body(response: httpx.Response) -> Iterator[bytes]:
+    return response.iter_raw() if _raw_body(response) else response.iter_bytes()
+
+
+def _abody(response: httpx.Response) -> AsyncIterator[bytes]:
+    return response.aiter_raw() if _raw_body(response) else response.aiter_bytes()
+
+
+def _machine_for(response: httpx.Response) -> ChatStream:
+    return ChatStream(response.status_code, response.headers.get("content-type", ""))
+
+
+def _header_pairs(response: httpx.Response) -> list[tuple[str, str]]:
+    """The response headers as ``(name, value)`` pairs, names as sent."""
+    encoding = response.headers.encoding
+    return [(name.decode(encoding), value.decode(encoding)) for name, value in response.headers.raw]
+
+
+def _drain(machine: ChatStream | EventStreamParser) -> tuple[list[ChatEvent | FramingEvent], bool]:
+    """The events available now, and whether the stream is finished."""
+    out: list[ChatEvent | FramingEvent] = []
+    while True:
+        event = machine.next_event()
+        if isinstance(event, Sentinel):
+            return out, event is CLOSED
+        out.append(event)
+        if type(event) is Done:
+            return out, True
+
+
+@overload
+def iter_events(response: httpx.Response, machine: None = ...) -> Iterator[ChatEvent]: ...
+@overload
+def iter_events(response: httpx.Response, machine: ChatStream) -> Iterator[ChatEvent]: ...
+@overload
+def iter_events(response: httpx.Response, machine: EventStreamParser) -> Iterator[FramingEvent]: ...
+def iter_events(
+    response: httpx.Response, machine: ChatStream | EventStreamParser | None = None
+) -> Iterator[ChatEvent | FramingEvent]:
+    """Feed the body of a response opened with ``client.stream(...)`` to a
+    machine and yield its events.
+
+    Args:
+        response: an ``httpx.Response`` whose body was not read yet.
+        machine: a ``ChatStream`` or an ``EventStreamParser``; by default a
+            ``ChatStream`` built from the response's status and
+            ``Content-Type``.
+
+    Stops after ``Done`` (the rest of the body is not read) or when the
+    machine reaches ``CLOSED``.  Timeouts are the client's; closing the
+    response is up to the caller (the ``with client.stream(...)`` block).
+    Raises what the machine raises and what reading raises (``httpx``
+    errors; a body cut short is ``httpx.RemoteProtocolError``).
+    """
+    if machine is None:
+        machine = _machine_for(response)
+    for data in _body(response):
+        machine.receive_data(data)
+        events, finished = _drain(machine)
+        yield from events
+        if finished:
+            return
+    machine.receive_data(b"")
+    events, _ = _drain(machine)
+    yield from events
+
+
+@overload
+def aiter_events(response: httpx.Response, machine: None = ...) -> AsyncIterator[ChatEvent]: ...
+@overload
+def aiter_events(response: httpx.Response, machine: ChatStream) -> AsyncIterator[ChatEvent]: ...
+@overload
+def aiter_events(response: httpx.Response, machine: EventStreamParser) -> AsyncIterator[FramingEvent]: ...
+def aiter_events(
+    response: httpx.Response, machine: ChatStream | EventStreamParser | None = None
+) -> AsyncIterator[ChatEvent | FramingEvent]:
+    """``iter_events`` for a response opened with ``AsyncClient.stream(...)``."""
+    return _aiter_events(response, _machine_for(response) if machine is None else machine)
+
+
+async def _aiter_events(
+    response: httpx.Response, machine: ChatStream | EventStreamParser
+) -> AsyncGenerator[ChatEvent | FramingEvent, None]:
+    chunks = _abody(response)
+    try:
+        async for data in chunks:
+            machine.receive_data(data)
+            events, finished = _drain(machine)
+            for event in events:
+                yield event
+            if finished:
+                return
+    finally:
+        await _aclose_iterator(chunks)
+    machine.receive_data(b"")
+    events, _ = _drain(machine)
+    for event in events:
+        yield event
+
+
+async def _aclose_iterator(chunks: AsyncIterator[bytes]) -> None:
+    aclose = getattr(chunks, "aclose", None)
+    if aclose is not None:
+        await aclose()
+
+
+# -- the calls ------------------------------------------------------------------
+
+
+def stream_chat(  # noqa: PLR0917 - the positional order SPEC §7 fixes
+    client: httpx.Client,
+    base_url: str,
+    payload: Mapping[str, Any],
+    api_key: str | None = None,
+    headers: HeaderInput | None = None,
+    first_byte_timeout: float | None = 30.0,
+    idle_timeout: float | None = 30.0,
+    retry: RetryPolicy | None = DEFAULT_RETRY,
+    *,
+    strict: bool = True,
+    close_http2_connection: bool = True,
+) -> HttpxCall:
+    """Stream a chat completion through an ``httpx.Client`` (SPEC §7).
+
+    Args:
+        client: the client (its pool, proxies, TLS settings and default
+            headers are used; its timeouts are replaced for this request).
+        base_url: e.g. "https://api.openai.com/v1"; the request goes to
+            ``{base_url}/chat/completions``.
+        payload: the request body; ``stream`` and ``stream_options`` are
+            added (see ``_common.build_request``).
+        api_key: sent as a Bearer token when given.
+        headers: extra request headers (they replace the client's).
+        first_byte_timeout: seconds to the first body byte (None: no limit).
+        idle_timeout: seconds allowed between body bytes (None: no limit).
+        retry: retry policy; None never retries.
+        strict: a ``data`` payload that is not JSON raises (True) or is
+            skipped (False).
+        close_http2_connection: on HTTP/2, close the connection when a
+            response is abandoned before ``Done`` (see the module docstring).
+
+    Returns:
+        An ``HttpxCall``: use it as a context manager and iterate it.
+
+    Raises:
+        ValueError: a bad URL, payload or timeout (at once, not on iteration).
+    """
+    request = build_request(base_url, payload, api_key, headers)
+    driver = StreamDriver(first_byte_timeout=first_byte_timeout, idle_timeout=idle_timeout, retry=retry, strict=strict)
+    return HttpxCall(client, request, driver, close_http2_connection=close_http2_connection)
+
+
+def astream_chat(  # noqa: PLR0917 - the positional order SPEC §7 fixes
+    client: httpx.AsyncClient,
+    base_url: str,
+    payload: Mapping[str, Any],
+    api_key: str | None = None,
+    headers: HeaderInput | None = None,
+    first_byte_timeout: float | None = 30.0,
+    idle_timeout: float | None = 30.0,
+    retry: RetryPolicy | None = DEFAULT_RETRY,
+    *,
+    strict: bool = True,
+    close_http2_connection: bool = True,
+) -> AsyncHttpxCall:
+    """``stream_chat`` for an ``httpx.AsyncClient`` (asyncio or trio).
+
+    Returns an ``AsyncHttpxCall``: use it with ``async with`` and
+    ``async for``.  Arguments as for ``stream_chat``.
+    """
+    request = build_request(base_url, payload, api_key, headers)
+    driver = StreamDriver(first_byte_timeout=first_byte_timeout, idle_timeout=idle_timeout, retry=retry, strict=strict)
+    return AsyncHttpxCall(client, request, driver, close_http2_connection=close_http2_connection)
+
+
+class _CallBase:
+    """What the sync and async calls share: the surface and the response."""
+
+    def __init__(self, request: ChatRequest, driver: StreamDriver, close_http2_connection: bool) -> None:
+        self.request = request
+        self._driver = driver
+        self._close_http2 = close_http2_connection
+        self._response: httpx.Response | None = None
+        self._reading = False  # the current response's body is being read
+        self._complete = False  # ... and was read to its end
+        self._closed = False
+        self._http_version: str | None = None
+
+    @property
+    def status_code(self) -> int | None:
+        """Status of the response being read (the last attempt), or None."""
+        return self._driver.status_code
+
+    @property
+    def headers(self) -> list[tuple[str, str]]:
+        """Headers of that response as ``(name, value)`` pairs."""
+        return self._driver.headers
+
+    @property
+    def stats(self) -> StreamStats:
+        """Timing and counts of the response being read."""
+        return self._driver.stats
+
+    @property
+    def attempts(self) -> int:
+        """Requests made so far (1 when nothing was retried)."""
+        return self._driver.attempts
+
+    @property
+    def machine(self) -> ChatStream | None:
+        """The ``ChatStream`` of the response being read (for its metadata)."""
+        return self._driver.machine
+
+    @property
+    def response(self) -> httpx.Response | None:
+        """The ``httpx.Response`` being read (None before the head, and
+        after the call was closed)."""
+        return self._response
+
+    @property
+    def http_version(self) -> str | None:
+        """``"HTTP/1.1"``, ``"HTTP/2"``, ... of the last response, or None."""
+        return self._http_version
+
+    def _build(self, client: httpx.Client | httpx.AsyncClient, timeout: httpx.Timeout) -> httpx.Request:
+        request = self.request
+        return client.build_request(
+            request.method, request.url, content=request.body, headers=list(request.headers), timeout=timeout
+        )
+
+    def _accept(self, response: httpx.Response) -> float | None:
+        """The head arrived: hand it to the driver."""
+        self._response = response
+        self._http_version = response.http_version
+        self._reading = self._complete = False
+        delay = self._driver.on_response(response.status_code, _header_pairs(response), time.monotonic())
+        self._reading = delay is None
+        return delay
+
+    def _failure(self, exc: BaseException) -> BaseException:
+        """An httpx timeout becomes the driver's ``StreamTimeout``."""
+        if isinstance(exc, httpx.TimeoutException):
+            return self._driver.timeout_error(time.monotonic())
+        return exc
+
+    def _left(self) -> float | None:
+        """Seconds left until the deadline; raises ``StreamTimeout`` when none are."""
+        return _time_left(self._driver)
+
+    def _abandoning_http2(self, response: httpx.Response) -> Any:
+        """The network stream to close with ``response``: an HTTP/2
+        connection whose stream would otherwise be left generating (its
+        body is being read and neither ended nor reached ``Done``)."""
+        if (
+            self._close_http2
+            and self._reading
+            and not self._complete
+            and not self._driver.finished
+            and response.http_version == "HTTP/2"
+        ):
+            return response.extensions.get("network_stream")
+        return None
+
+
+class HttpxCall(_CallBase):
+    """One streamed chat call on an ``httpx.Client``: a context manager and
+    an iterator of events.
+
+    Iteration may raise ``StreamTimeout``, the ``httpx.TransportError`` that
+    ended the last attempt when no response head was received, and
+    ``RemoteProtocolError`` (strict mode).  A body cut short after its head
+    is not an exception: it ends with a ``Truncated`` event.  See
+    ``ssestate.adapters._common`` for the shape shared by every adapter.
+    """
+
+    def __init__(
+        self, client: httpx.Client, request: ChatRequest, driver: StreamDriver, *, close_http2_connection: bool = True
+    ) -> None:
+        super().__init__(request, driver, close_http2_connection)
+        self._client = client
+        self._chunks: Iterator[bytes] | None = None
+        self._restore: Callable[[], None] | None = None
+        self._events: Generator[ChatEvent, None, None] | None = None
+
+    def __enter__(self) -> HttpxCall:
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+    def __iter__(self) -> HttpxCall:
+        return self
+
+    def __next__(self) -> ChatEvent:
+        if self._events is None:
+            if self._closed:
+                raise StopIteration
+            self._events = self._run()
+        return next(self._events)
+
+    def close(self) -> None:
+        """Close the response (and its connection, see the module
+        docstring) and stop iterating; idempotent."""
+        self._closed = True
+        if self._events is not None:
+            self._events.close()  # runs the loop's finally: closes the response
+        self._disconnect()
+        self._driver.close(time.monotonic())
+
+    def __del__(self) -> None:
+        # A call dropped without close() must not leave its response open.
+        with contextlib.suppress(Exception):
+            self._disconnect()
+
+    def _run(self) -> Generator[ChatEvent, None, None]:
+        driver = self._driver
+        clock = time.monotonic
+        try:
+            while True:  # one pass per attempt
+                driver.begin_attempt(clock())
+                try:
+                    response = self._open()
+                except (StreamTimeout, *_TRANSPORT_ERRORS) as exc:
+                    self._disconnect()
+                    failure = self._failure(exc)
+                    delay = driver.on_failure(failure, clock())
+                    if delay is None:
+                        if failure is exc:
+                            raise
+                        raise failure from exc
+                    time.sleep(delay)
+                    continue
+                delay = self._accept(response)
+                if delay is not None:  # a retryable status: its body is not read
+                    self._disconnect()
+                    time.sleep(delay)
+                    continue
+                self._chunks = _body(response)
+                self._restore = _bound_reads(response, self._driver)
+                while not driver.finished:
+                    try:
+                        data = self._read()
+                    except (StreamTimeout, *_TRANSPORT_ERRORS) as exc:
+                        failure = self._failure(exc)
+                        delay = driver.on_failure(failure, clock())
+                        if delay is not None:
+                            break
+                        if isinstance(failure, StreamTimeout):
+                            if failure is exc:
+                                raise
+                            raise failure from exc
+                        data = b""  # the body was cut short: Truncated follows
+                    driver.feed(data, clock())
+                    while (event := driver.next_event(clock())) is not None:
+                        yield event
+                    if not data:
+                        break  # end of body: the machine has finished
+                if delay is None:
+                    return
+                self._disconnect()  # the body failed before any output: try again
+                time.sleep(delay)
+        finally:
+            self._disconnect()
+            driver.close(clock())
+
+    def _open(self) -> httpx.Response:
+        left = self._left()
+        request = self._build(self._client, httpx.Timeout(left))
+        return self._client.send(request, stream=True)
+
+    def _read(self) -> bytes:
+        """The next piece of the body (``b""`` at its end), within the deadline."""
+        assert self._chunks is not None and self._response is not None
+        timeouts = self._response.request.extensions.get("timeout")
+        left = self._left()
+        if isinstance(timeouts, dict):
+            timeouts["read"] = left
+        data = next(self._chunks, None)
+        if data is None:
+            self._complete = True
+            return b""
+        return data
+
+    def _disconnect(self) -> None:
+        response, chunks, restore = self._response, self._chunks, self._restore
+        self._response = self._chunks = self._restore = None
+        if restore is not None:
+            restore()
+        if chunks is not None:
+            close = getattr(chunks, "close", None)
+            if close is not None:
+                with contextlib.suppress(*_TRANSPORT_ERRORS):
+                    close()
+        if response is None:
+            return
+        network = self._abandoning_http2(response)
+        if network is not None:
+            sock = network.get_extra_info("socket")
+            if isinstance(sock, socket.socket):
+                # Wake any thread blocked reading this connection; the base
+                # class method, because ssl.SSLSocket.shutdown() would also
+                # drop the TLS state under that thread's feet.
+                with contextlib.suppress(OSError):
+                    socket.socket.shutdown(sock, socket.SHUT_RDWR)
+            with contextlib.suppress(Exception):
+                network.close()
+        with contextlib.suppress(*_TRANSPORT_ERRORS):
+            response.close()
+
+
+def _time_left(driver: StreamDriver) -> float | None:
+    """Seconds left until the driver's deadline (None: no deadline); raises
+    ``StreamTimeout`` when none are left."""
+    now = time.monotonic()
+    left = driver.read_timeout(now)
+    if left is not None and left <= 0:
+        raise driver.timeout_error(now)
+    return left
+
+
+def _bound_reads(response: httpx.Response, driver: StreamDriver) -> Callable[[], None] | None:
+    """Make every network read of an HTTP/1.1 response end by the driver's deadline.
+
+    httpcore's HTTP/1.1 connection reads through the ``network_stream`` the
+    response exposes, with one timeout fixed when the body starts.  An
+    instance attribute ``read`` on that stream takes precedence over the
+    class's method, so the wrapper below sees every read and passes the
+    time left until the driver's deadline instead.  Returns the function
+    that removes the wrapper, or None when there is nothing to wrap (HTTP/2,
+    whose connection reads the per-request timeout on every read, or a
+    transport without a network stream).  The wrapper holds the driver,
+    never the call, so a call that is dropped can still be collected (and
+    its response closed) while the connection lives on in the pool.
+    """
+    if response.http_version == "HTTP/2":
+        return None
+    stream = response.extensions.get("network_stream")
+    read = getattr(stream, "read", None)
+    if not callable(read):
+        return None
+
+    def bounded_read(max_bytes: int, timeout: float | None = None) -> bytes:
+        try:
+            limit = _time_left(driver)
+        except StreamTimeout as exc:
+            raise httpcore.ReadTimeout(str(exc)) from exc
+        return read(max_bytes, limit)  # type: ignore[no-any-return]
+
+    try:
+        stream.read = bounded_read  # type: ignore[union-attr]
+    except (AttributeError, TypeError):  # pragma: no cover - a stream with slots
+        return None
+
+    def restore() -> None:
+        with contextlib.suppress(AttributeError):
+            del stream.read  # type: ignore[union-attr]
+
+    return restore
+
+
+class AsyncHttpxCall(_CallBase):
+    """One streamed chat call on an ``httpx.AsyncClient``: an async context
+    manager and an async iterator of events (see ``HttpxCall``)."""
+
+    def __init__(
+        self,
+        client: httpx.AsyncClient,
+        request: ChatRequest,
+        driver: StreamDriver,
+        *,
+        close_http2_connection: bool = True,
+    ) -> None:
+        super().__init__(request, driver, close_http2_connection)
+        self._client = client
+        self._chunks: AsyncIterator[bytes] | None = None
+        self._events: AsyncGenerator[ChatEvent, None] | None = None
+
+    async def __aenter__(self) -> AsyncHttpxCall:
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.aclose()
+
+    def __aiter__(self) -> AsyncHttpxCall:
+        return self
+
+    async def __anext__(self) -> ChatEvent:
+        if self._events is None:
+            if self._closed:
+                raise StopAsyncIteration
+            self._events = self._run()
+        return await self._events.__anext__()
+
+    async def aclose(self) -> None:
+        """Close the response (and its connection, see the module
+        docstring) and stop iterating; idempotent."""
+        self._closed = True
+        try:
+            if self._events is not None:
+                await self._events.aclose()  # runs the loop's finally
+        finally:
+            await self._shielded_disconnect()
+            self._driver.close(time.monotonic())
+
+    async def _run(self) -> AsyncGenerator[ChatEvent, None]:
+        driver = self._driver
+        clock = time.monotonic
+        try:
+            while True:  # one pass per attempt
+                driver.begin_attempt(clock())
+                try:
+                    response = await self._open()
+                except (StreamTimeout, *_TRANSPORT_ERRORS) as exc:
+                    await self._shielded_disconnect()
+                    failure = self._failure(exc)
+                    delay = driver.on_failure(failure, clock())
+                    if delay is None:
+                        if failure is exc:
+                            raise
+                        raise failure from exc
+                    await anyio.sleep(delay)
+                    continue
+                delay = self._accept(response)
+                if delay is not None:  # a retryable status: its body is not read
+                    await self._shielded_disconnect()
+                    await anyio.sleep(delay)
+                    continue
+                self._chunks = _abody(response)
+                while not driver.finished:
+                    try:
+                        data = await self._read()
+                    except (StreamTimeout, *_TRANSPORT_ERRORS) as exc:
+                        failure = self._failure(exc)
+                        delay = driver.on_failure(failure, clock())
+                        if delay is not None:
+                            break
+                        if isinstance(failure, StreamTimeout):
+                            if failure is exc:
+                                raise
+                            raise failure from exc
+                        data = b""  # the body was cut short: Truncated follows
+                    driver.feed(data, clock())
+                    while (event := driver.next_event(clock())) is not None:
+                        yield event
+                    if not data:
+                        break  # end of body: the machine has finished
+                if delay is None:
+                    return
+                await self._shielded_disconnect()  # the body failed before any output
+                await anyio.sleep(delay)
+        finally:
+            driver.close(clock())
+            await self._shielded_disconnect()
+
+    async def _open(self) -> httpx.Response:
+        left = self._left()
+        request = self._build(self._client, httpx.Timeout(None))
+        with anyio.move_on_after(math.inf if left is None else left):
+            return await self._client.send(request, stream=True)
+        raise self._driver.timeout_error(time.monotonic())
+
+    async def _read(self) -> bytes:
+        """The next piece of the body (``b""`` at its end), within the deadline."""
+        assert self._chunks is not None
+        left = self._left()
+        with anyio.move_on_after(math.inf if left is None else left):
+            try:
+                return await self._chunks.__anext__()
+            except StopAsyncIteration:
+                self._complete = True
+                return b""
+        raise self._driver.timeout_error(time.monotonic())
+
+    async def _shielded_disconnect(self) -> None:
+        # Closing must finish even inside a cancelled scope (the very
+        # cancellation that asks for it), but never hang on a peer that
+        # stopped reading: a few seconds at most.
+        with anyio.move_on_after(5.0, shield=True):
+            await self._disconnect()
+
+    async def _disconnect(self) -> None:
+        response, chunks = self._response, self._chunks
+        self._response = self._chunks = None
+        if chunks is not None:
+            with contextlib.suppress(*_TRANSPORT_ERRORS):
+                await _aclose_iterator(chunks)
+        if response is None:
+            return
+        network = self._abandoning_http2(response)
+        if network is not None:
+            with contextlib.suppress(Exception):
+                await network.aclose()
+        with contextlib.suppress(*_TRANSPORT_ERRORS):
+            await response.aclose()

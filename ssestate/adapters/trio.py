@@ -1,0 +1,307 @@
+"""The trio adapter: HTTP/1.1 with h11 over a trio TCP (or TLS) stream.
+
+Needs ``pip install 'ssestate[trio]'``.
+
+Theory of operation
+-------------------
+Two sans-IO machines stacked on one byte stream, the composition h11 was
+made for: ``trio.open_tcp_stream`` (wrapped in ``trio.SSLStream`` for
+https) carries bytes; an ``h11.Connection(our_role=h11.CLIENT)`` turns the
+request into bytes and the bytes that come back into a response head and
+``h11.Data`` events (h11 undoes the chunked framing, checks lengths and
+reports a body cut short as ``h11.RemoteProtocolError``); each ``Data``
+payload goes to the ``StreamDriver``'s ``ChatStream`` untouched, as soon as
+``receive_some`` returned it.  The loop is the one
+``ssestate.adapters._common`` describes; one connection per attempt.
+
+Timeouts are deadlines on trio's clock.  Connecting, the TLS handshake,
+sending the request and reading the head run inside one
+``trio.move_on_at`` scope ending at the first-byte deadline; every later
+``receive_some`` runs inside a scope ending at the driver's deadline
+(first-byte until a body byte arrived, then the last byte's time plus the
+idle limit).  A scope that expires becomes ``StreamTimeout``.  Retries
+wait with ``trio.sleep``, so a cancel scope around the call cuts a wait
+short too.
+
+Closing.  ``aclose()``, leaving the ``async with`` block, breaking out and
+then leaving it, an exception, and cancellation by any enclosing cancel
+scope all run the loop's ``finally``, which closes the stream with
+``trio.aclose_forcefully`` (no TLS goodbye that could hang on a peer that
+stopped reading): the socket is closed at once and the server sees the
+connection go.  Iterate the call inside ``async with`` so that closing
+happens when the block is left; an async generator that is merely dropped
+is finalised whenever trio gets to it.
+"""
+
+from __future__ import annotations
+
+import math
+import ssl
+from collections.abc import AsyncGenerator, Mapping
+from types import TracebackType
+from typing import Any
+
+try:
+    import h11
+    import trio  # type: ignore[import-untyped, unused-ignore]  # typed from trio 0.23 on
+except ImportError as exc:  # pragma: no cover - depends on the environment
+    raise ImportError("ssestate.adapters.trio needs trio and h11: pip install 'ssestate[trio]'") from exc
+
+from .._chat import ChatStream
+from .._events import ChatEvent
+from .._retry import RetryPolicy, StreamTimeout
+from .._stats import StreamStats
+from ._common import ChatRequest, HeaderInput, StreamDriver, build_request
+
+__all__ = ["DEFAULT_RETRY", "TrioCall", "stream_chat"]
+
+DEFAULT_RETRY = RetryPolicy()
+
+# Failures of the connection: refused or reset (OSError), a stream broken
+# underneath trio (TLS errors included), and a peer that broke HTTP/1.1 or
+# hung up in the middle of a message (h11.RemoteProtocolError).
+_TRANSPORT_ERRORS = (OSError, trio.BrokenResourceError, h11.RemoteProtocolError)
+
+
+def stream_chat(  # noqa: PLR0917 - the positional order SPEC §7 fixes
+    base_url: str,
+    payload: Mapping[str, Any],
+    api_key: str | None = None,
+    headers: HeaderInput | None = None,
+    first_byte_timeout: float | None = 30.0,
+    idle_timeout: float | None = 30.0,
+    retry: RetryPolicy | None = DEFAULT_RETRY,
+    *,
+    strict: bool = True,
+    ssl_context: ssl.SSLContext | None = None,
+    receive_size: int = 65536,
+) -> TrioCall:
+    """Stream a chat completion over trio and h11 (SPEC §7).
+
+    Args:
+        base_url: e.g. "https://api.openai.com/v1"; the request goes to
+            ``{base_url}/chat/completions``.
+        payload: the request body; ``stream`` and ``stream_options`` are
+            added (see ``_common.build_request``).
+        api_key: sent as a Bearer token when given.
+        headers: extra request headers.
+        first_byte_timeout: seconds to the first body byte (None: no limit).
+        idle_timeout: seconds allowed between body bytes (None: no limit).
+        retry: retry policy; None never retries.
+        strict: a ``data`` payload that is not JSON raises (True) or is
+            skipped (False).
+        ssl_context: for https (default: ``ssl.create_default_context()``).
+        receive_size: most bytes taken from the stream per read.
+
+    Returns:
+        A ``TrioCall``: use it with ``async with`` and ``async for``.
+
+    Raises:
+        ValueError: a bad URL, payload or timeout (at once, not on iteration).
+    """
+    if receive_size < 1:
+        raise ValueError(f"receive_size must be >= 1, got {receive_size!r}")
+    request = build_request(base_url, payload, api_key, headers)
+    driver = StreamDriver(first_byte_timeout=first_byte_timeout, idle_timeout=idle_timeout, retry=retry, strict=strict)
+    return TrioCall(request, driver, ssl_context=ssl_context, receive_size=receive_size)
+
+
+class TrioCall:
+    """One streamed chat call: an async context manager and an async
+    iterator of events.
+
+    Iteration may raise ``StreamTimeout``, the connection error that ended
+    the last attempt when no response head was received (``OSError``,
+    ``trio.BrokenResourceError``, ``h11.RemoteProtocolError``), and
+    ``RemoteProtocolError`` (strict mode).  A body cut short after its head
+    is not an exception: it ends with a ``Truncated`` event.  See
+    ``ssestate.adapters._common`` for the shape shared by every adapter.
+    """
+
+    def __init__(
+        self,
+        request: ChatRequest,
+        driver: StreamDriver,
+        *,
+        ssl_context: ssl.SSLContext | None = None,
+        receive_size: int = 65536,
+    ) -> None:
+        self.request = request
+        self._driver = driver
+        self._ssl_context = ssl_context
+        self._receive_size = receive_size
+        self._stream: trio.abc.Stream | None = None
+        self._h11: h11.Connection | None = None
+        self._events: AsyncGenerator[ChatEvent, None] | None = None
+        self._closed = False
+
+    # -- the shared call-object surface -----------------------------------------
+
+    @property
+    def status_code(self) -> int | None:
+        """Status of the response being read (the last attempt), or None."""
+        return self._driver.status_code
+
+    @property
+    def headers(self) -> list[tuple[str, str]]:
+        """Headers of that response as ``(name, value)`` pairs."""
+        return self._driver.headers
+
+    @property
+    def stats(self) -> StreamStats:
+        """Timing and counts of the response being read."""
+        return self._driver.stats
+
+    @property
+    def attempts(self) -> int:
+        """Requests made so far (1 when nothing was retried)."""
+        return self._driver.attempts
+
+    @property
+    def machine(self) -> ChatStream | None:
+        """The ``ChatStream`` of the response being read (for its metadata)."""
+        return self._driver.machine
+
+    async def __aenter__(self) -> TrioCall:
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.aclose()
+
+    def __aiter__(self) -> TrioCall:
+        return self
+
+    async def __anext__(self) -> ChatEvent:
+        if self._events is None:
+            if self._closed:
+                raise StopAsyncIteration
+            self._events = self._run()
+        return await self._events.__anext__()
+
+    async def aclose(self) -> None:
+        """Close the connection and stop iterating (idempotent)."""
+        self._closed = True
+        try:
+            if self._events is not None:
+                await self._events.aclose()  # runs the loop's finally
+        finally:
+            self._driver.close(trio.current_time())
+            await self._disconnect()
+
+    # -- the loop ---------------------------------------------------------------
+
+    async def _run(self) -> AsyncGenerator[ChatEvent, None]:
+        driver = self._driver
+        clock = trio.current_time
+        try:
+            while True:  # one pass per attempt
+                driver.begin_attempt(clock())
+                try:
+                    head = await self._open()
+                except (StreamTimeout, *_TRANSPORT_ERRORS) as exc:
+                    await self._disconnect()
+                    delay = driver.on_failure(exc, clock())
+                    if delay is None:
+                        raise
+                    await trio.sleep(delay)
+                    continue
+                pairs = [(name.decode("latin-1"), value.decode("latin-1")) for name, value in head.headers.raw_items()]
+                delay = driver.on_response(head.status_code, pairs, clock())
+                if delay is not None:  # a retryable status: its body is not read
+                    await self._disconnect()
+                    await trio.sleep(delay)
+                    continue
+                while not driver.finished:
+                    try:
+                        data = await self._receive()
+                    except (StreamTimeout, *_TRANSPORT_ERRORS) as exc:
+                        delay = driver.on_failure(exc, clock())
+                        if delay is not None:
+                            break
+                        if isinstance(exc, StreamTimeout):
+                            raise
+                        data = b""  # the body was cut short: Truncated follows
+                    driver.feed(data, clock())
+                    while (event := driver.next_event(clock())) is not None:
+                        yield event
+                    if not data:
+                        break  # end of body: the machine has finished
+                if delay is None:
+                    return
+                await self._disconnect()  # the body failed before any output: try again
+                await trio.sleep(delay)
+        finally:
+            driver.close(clock())
+            await self._disconnect()
+
+    async def _open(self) -> h11.Response:
+        """Connect, send the request and read the response head, all before
+        the first-byte deadline."""
+        request = self.request
+        deadline = self._driver.deadline
+        with trio.move_on_at(math.inf if deadline is None else deadline):
+            stream: trio.abc.Stream = await trio.open_tcp_stream(request.host, request.port)
+            self._stream = stream
+            if request.scheme == "https":
+                context = self._ssl_context or ssl.create_default_context()
+                tls = trio.SSLStream(stream, context, server_hostname=request.host, https_compatible=True)
+                self._stream = stream = tls
+                await tls.do_handshake()
+            conn = self._h11 = h11.Connection(our_role=h11.CLIENT)
+            head = [("Host", request.authority), *request.headers, ("Content-Length", str(len(request.body)))]
+            out = bytearray()
+            for message in (
+                h11.Request(method=request.method, target=request.target, headers=head),
+                h11.Data(data=request.body),
+                h11.EndOfMessage(),
+            ):
+                out += conn.send(message) or b""
+            await stream.send_all(out)
+            while True:
+                event = await self._next_event(stream, conn)
+                if isinstance(event, h11.Response):
+                    return event
+                if not isinstance(event, h11.InformationalResponse):  # pragma: no cover - h11 allows nothing else
+                    raise h11.RemoteProtocolError(f"unexpected {type(event).__name__} before the response head")
+        raise self._driver.timeout_error(trio.current_time())
+
+    async def _next_event(self, stream: trio.abc.Stream, conn: h11.Connection) -> h11.Event:
+        """The next h11 event, reading as needed (no deadline of its own)."""
+        while True:
+            event = conn.next_event()
+            if event is h11.NEED_DATA:
+                conn.receive_data(await stream.receive_some(self._receive_size))
+                continue
+            if event is h11.PAUSED:  # pragma: no cover - a client pauses only after the response
+                raise h11.RemoteProtocolError("the connection paused before the response head")
+            assert isinstance(event, h11.Event)
+            return event
+
+    async def _receive(self) -> bytes:
+        """The next piece of the body, ``b""`` at its end; each read is
+        bounded by the driver's deadline."""
+        stream, conn, driver = self._stream, self._h11, self._driver
+        assert stream is not None and conn is not None
+        while True:
+            event = conn.next_event()
+            if event is h11.NEED_DATA:
+                deadline = driver.deadline
+                with trio.move_on_at(math.inf if deadline is None else deadline):
+                    conn.receive_data(await stream.receive_some(self._receive_size))
+                    continue
+                raise driver.timeout_error(trio.current_time())
+            if isinstance(event, h11.Data):
+                if event.data:
+                    return bytes(event.data)
+                continue
+            # EndOfMessage (the body is complete), ConnectionClosed, PAUSED.
+            return b""
+
+    async def _disconnect(self) -> None:
+        """Close the connection now, without any goodbye that could block."""
+        stream = self._stream
+        self._stream = self._h11 = None
+        if stream is not None:
+            await trio.aclose_forcefully(stream)
