@@ -357,9 +357,9 @@ class ChatStream:
             problem = f"is JSON but not an object ({type(value).__name__})"
         if not self.strict:
             return False
-        end_at = self._parser._handed_end(n)
+        end_at = self._parser._item_offset(n)
         self._pending_error = RemoteProtocolError(
-            f"data payload (the event ending at byte {end_at}) {problem}: {_snippet(data)}",
+            f"data payload of the event that ends at byte {end_at} {problem}: {_snippet(data)}",
             end_at,
         )
         return True

@@ -397,26 +397,28 @@ class EventStreamParser:
             next(ends)
         return self._batch_base + next(ends).end()
 
-    def _handed_end(self, nth: int) -> int:
-        """Stream offset just past the line that produced item ``nth`` of the
-        latest step's output (the blank line that dispatched an event, or
-        the comment line of a heartbeat)."""
+    def _item_offset(self, nth: int) -> int:
+        """Stream offset where the line that produced item ``nth`` of the
+        latest step's output begins: the blank line that dispatched an
+        event (so the event's bytes end just before it), or the comment line
+        of a heartbeat.  Chunking never moves it: unlike the end of a CRLF
+        line, the start of a line does not depend on whether its LF has
+        arrived yet."""
         has_data = self._batch_has_data
         text = self._batch.decode("utf-8", "replace")
         if "\r" in text:
             text = text.replace("\r\n", "\n").replace("\r", "\n")
+        marks = []
         for k, line in enumerate(_split_lines(text)):
             if line[:5] == "data:" or line == "data":
                 has_data = True
             elif not line:
                 if has_data:
-                    nth -= 1
+                    marks.append(k)
                 has_data = False
             elif line[0] == ":":
-                nth -= 1
-            if nth < 0:
-                return self._line_offset(k + 1)
-        return self._offset
+                marks.append(k)
+        return self._line_offset(marks[nth])
 
 
 def _split_lines(text: str) -> list[str]:
