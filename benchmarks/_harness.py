@@ -71,6 +71,10 @@ class Cell:
             return statistics.median(x / y for x, y in zip(sa, sb, strict=True))
         return self.median(a) / self.median(b)
 
+    def best_ratio(self, a: str, b: str) -> float:
+        """min time(a) / min time(b): the ratio when neither was disturbed."""
+        return min(self.samples[a]) / min(self.samples[b])
+
     def mb_per_s(self, name: str) -> float:
         return self.nbytes / self.median(name) / 1e6
 
@@ -150,3 +154,18 @@ def table(headers: list[str], rows: list[list[str]], left: int = 2) -> str:
 
     sep = "|" + "|".join("-" * (w + 2) if i < left else "-" * (w + 1) + ":" for i, w in enumerate(widths)) + "|"
     return "\n".join([line(headers), sep, *(line(r) for r in rows)])
+
+
+Verdict = tuple[str, float, "float | None", bool]  # what, median value, best-of-rounds value, met
+
+
+def checklist(verdicts: list[Verdict]) -> tuple[list[str], list[dict[str, object]]]:
+    """Markdown checklist lines and JSON records for target verdicts."""
+    lines = []
+    for what, value, best, ok in verdicts:
+        extra = f" (best of rounds: {best:.2f})" if best is not None else ""
+        lines.append(f"- [{'x' if ok else ' '}] {what}: {value:.2f}{extra}")
+    records: list[dict[str, object]] = [
+        {"target": w, "value": v, "best_of_rounds": b, "met": ok} for w, v, b, ok in verdicts
+    ]
+    return lines, records

@@ -37,7 +37,7 @@ from typing import Any
 from ssestate import ChatStream, EventStreamParser
 
 from . import _contenders as c
-from ._harness import Cell, interleave, table
+from ._harness import Cell, Verdict, checklist, interleave, table
 from .fixtures import CHUNK_SIZES, Fixture, big_event_stream, chat_stream, chunk, n2_stream, tool_call_stream
 
 PEERS = ["httpx-sse", "sseclient-py", "openai-decoder", "openai-Stream"]
@@ -233,7 +233,9 @@ def run(scale: Scale = FULL, log: Callable[[str], None] = print) -> dict[str, An
 def report(results: dict[str, Any]) -> tuple[str, dict[str, Any]]:
     """The printed tables and the JSON-ready summary of a ``run``."""
     cells: list[Cell] = sorted(results["cells"], key=lambda x: (x.stream, list(CHUNK_SIZES).index(x.chunk)))
-    rows, out_cells, verdicts = [], [], []
+    rows: list[list[str]] = []
+    out_cells: list[dict[str, Any]] = []
+    verdicts: list[Verdict] = []
     for cell in cells:
         fastest = cell.fastest(PEERS)
         vs_json = cell.ratio("ChatStream", "json floor")
@@ -251,11 +253,17 @@ def report(results: dict[str, Any]) -> tuple[str, dict[str, Any]]:
                 (
                     f"{cell.stream} @ {cell.chunk}: ChatStream <= {TARGET_VS_JSON}x json floor",
                     vs_json,
+                    cell.best_ratio("ChatStream", "json floor"),
                     vs_json <= TARGET_VS_JSON,
                 )
             )
         verdicts.append(
-            (f"{cell.stream} @ {cell.chunk}: not slower than fastest peer ({fastest})", vs_peer, vs_peer <= 1.0)
+            (
+                f"{cell.stream} @ {cell.chunk}: not slower than fastest peer ({fastest})",
+                vs_peer,
+                cell.best_ratio("ChatStream", fastest),
+                vs_peer <= 1.0,
+            )
         )
         rows.append(
             [
@@ -304,10 +312,12 @@ def report(results: dict[str, Any]) -> tuple[str, dict[str, Any]]:
         if entry["stream"] == "64KiB":  # the stream the target is set on
             peak_x = entry["peak"]["ChatStream"] / big
             verdicts.append(
-                (f"peak memory <= {TARGET_PEAK_X:g}x largest event ({big} B)", peak_x, peak_x <= TARGET_PEAK_X)
+                (f"peak memory <= {TARGET_PEAK_X:g}x largest event ({big} B)", peak_x, None, peak_x <= TARGET_PEAK_X)
             )
     idle = mem["idle"]
-    verdicts.append((f"idle ChatStream <= {TARGET_IDLE} B", idle["ChatStream"], idle["ChatStream"] <= TARGET_IDLE))
+    verdicts.append(
+        (f"idle ChatStream <= {TARGET_IDLE} B", idle["ChatStream"], None, idle["ChatStream"] <= TARGET_IDLE)
+    )
     text += [
         f"### Memory: peak while reading 64 KiB events in {mem['chunk']}-byte chunks (tracemalloc)",
         "",
@@ -320,13 +330,13 @@ def report(results: dict[str, Any]) -> tuple[str, dict[str, Any]]:
     text += [
         "### Chat-layer targets",
         "",
-        *(f"- [{'x' if ok else ' '}] {what}: {val:.2f}" for what, val, ok in verdicts),
+        *checklist(verdicts)[0],
         "",
     ]
     summary = {
         "cells": out_cells,
         "memory": mem,
-        "targets": [{"target": w, "value": v, "met": ok} for w, v, ok in verdicts],
+        "targets": checklist(verdicts)[1],
     }
     return "\n".join(text), summary
 

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from . import _contenders as c
-from ._harness import Cell, interleave, table
+from ._harness import Cell, Verdict, checklist, interleave, table
 from .fixtures import CHUNK_SIZES, Fixture, big_event_stream, big_payload, chat_stream, chunk, huge_line
 
 PEERS = ["httpx-sse", "sseclient-py", "openai-decoder"]
@@ -164,7 +164,7 @@ def report(results: dict[str, Any]) -> tuple[str, dict[str, Any]]:
     cells: list[Cell] = results["cells"]
     rows = []
     out_cells = []
-    verdicts = []
+    verdicts: list[Verdict] = []
     for cell in cells:
         fastest = cell.fastest(PEERS)
         vs_json = cell.ratio("ssestate", "json floor")
@@ -194,11 +194,17 @@ def report(results: dict[str, Any]) -> tuple[str, dict[str, Any]]:
                 (
                     f"{cell.stream} @ {cell.chunk}: ssestate+json <= {TARGET_VS_JSON}x json floor",
                     vs_json,
+                    cell.best_ratio("ssestate", "json floor"),
                     vs_json <= TARGET_VS_JSON,
                 )
             )
         verdicts.append(
-            (f"{cell.stream} @ {cell.chunk}: not slower than fastest peer ({fastest})", vs_peer, vs_peer <= 1.0)
+            (
+                f"{cell.stream} @ {cell.chunk}: not slower than fastest peer ({fastest})",
+                vs_peer,
+                cell.best_ratio("ssestate", fastest),
+                vs_peer <= 1.0,
+            )
         )
     headers = [
         "stream",
@@ -241,19 +247,20 @@ def report(results: dict[str, Any]) -> tuple[str, dict[str, Any]]:
                 (
                     f"linear: {r['case']} ({r['size_ratio']:.0f}x size)",
                     r["time_ratio"],
+                    None,
                     r["time_ratio"] < 1.5 * r["size_ratio"],
                 )
             )
     text += [
         "### Framing targets",
         "",
-        *(f"- [{'x' if ok else ' '}] {what}: {val:.2f}" for what, val, ok in verdicts),
+        *checklist(verdicts)[0],
         "",
     ]
     summary = {
         "cells": out_cells,
         "linear": results["linear"],
-        "targets": [{"target": w, "value": v, "met": ok} for w, v, ok in verdicts],
+        "targets": checklist(verdicts)[1],
     }
     return "\n".join(text), summary
 
