@@ -242,6 +242,13 @@ class EventStreamParser:
                 batch = buf[:end]
                 del buf[:end]
             self._skip_lf = batch[-1] == 0x0D and not buf
+            if self._held + len(batch) + len(buf) > self.max_event_size:
+                cut = self._oversize(batch)
+                if cut is not None:
+                    if cut[0]:
+                        self._interpret(batch[: cut[0]])
+                    self._too_large(cut[1])
+                    return
             self._interpret(batch)
         self._held = self._offset - self._block_start if self._open else 0
         pending = len(buf) + self._held
@@ -250,12 +257,46 @@ class EventStreamParser:
             if pending:
                 self._out.append(Truncated("partial-event", pending))
         elif pending > self.max_event_size:
-            self._pending_error = RemoteProtocolError(
-                f"event too large: {pending} bytes of an unfinished event at "
-                f"byte {self._offset + len(buf) - pending} exceed "
-                f"max_event_size={self.max_event_size}",
-                self._offset + len(buf) - pending,
-            )
+            self._too_large(self._offset + len(buf) - pending)
+
+    def _oversize(self, batch: bytes | bytearray) -> tuple[int, int] | None:
+        """Where this batch makes an event outgrow ``max_event_size``, if it
+        does: ``(cut, start)``, to interpret ``batch[:cut]`` and fail on the
+        event that starts at stream offset ``start``.
+
+        An event is too large when, after some byte of it arrived and every
+        line it completed was read, it holds more than the limit: its block's
+        bytes so far (terminators included) or, outside a block, its
+        unterminated line's.  Checking that line by line, in bytes, makes the
+        error come at the same place whatever the chunking; only batches
+        that could break the limit come here.
+        """
+        limit = self.max_event_size
+        base = self._offset
+        is_open = self._open
+        start = self._block_start
+        a = 0
+        for m in _TERMINATOR.finditer(batch):
+            b, c = m.span()
+            ref = start if is_open else base + a
+            if base + b - ref > limit:
+                return a, ref
+            if b == a:  # a blank line ends the block
+                is_open = False
+            elif batch[a] != 0x3A and not is_open:  # not a comment: a field
+                is_open = True
+                start = base + a
+            if is_open and base + c - start > limit:
+                return c, start  # the line itself was read when it ended
+            a = c
+        return None
+
+    def _too_large(self, start: int) -> None:
+        self._pending_error = RemoteProtocolError(
+            f"event too large: the event that starts at byte {start} holds more than "
+            f"max_event_size={self.max_event_size} bytes",
+            start,
+        )
 
     def _interpret(self, batch: bytes | bytearray) -> None:
         text = batch.decode("utf-8", "replace")

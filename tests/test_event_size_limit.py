@@ -1,0 +1,87 @@
+"""max_event_size under every chunking (SPEC §1, §2, §6.1, §6.3).
+
+An event is too large when, after some byte of it arrived and every line it
+completed was read, it holds more than the limit: the bytes of its block so
+far, terminators included, or outside a block the bytes of its unterminated
+line.  The error then comes at the same place in the event sequence, with
+the same message, whether the stream arrives whole or a byte at a time.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from ssestate import CLOSED, NEED_DATA, EventStreamParser, Heartbeat, LocalProtocolError, RemoteProtocolError, ServerSentEvent
+from tests.helpers import chunked, chunkings
+
+
+def run(chunks: list[bytes], limit: int) -> list[Any]:
+    """Events, then the error (text and offset) and what the next call does."""
+    parser = EventStreamParser(max_event_size=limit)
+    got: list[Any] = []
+    try:
+        for chunk in [*chunks, b""]:
+            parser.receive_data(chunk)
+            while (event := parser.next_event()) is not NEED_DATA:
+                got.append(event)
+                if event is CLOSED:
+                    return got
+    except RemoteProtocolError as exc:
+        got.append(("error", str(exc), exc.offset))
+        try:
+            parser.next_event()
+        except LocalProtocolError:
+            got.append("then LocalProtocolError")
+    return got
+
+
+def test_a_complete_event_over_the_limit_fails_even_in_one_chunk() -> None:
+    stream = b"data: ok\n\ndata: " + b"x" * 40 + b"\n\ndata: after\n\n"
+    for name, chunks in chunkings(stream):
+        assert run(chunks, 30) == [
+            ServerSentEvent("message", "ok"),
+            ("error", "event too large: the event that starts at byte 10 holds more than max_event_size=30 bytes", 10),
+            "then LocalProtocolError",
+        ], name
+
+
+def test_an_event_exactly_at_the_limit_passes() -> None:
+    # "data: 123\n" is 10 bytes; the blank line dispatches it before it grows.
+    stream = b"data: 123\n\n"
+    for name, chunks in chunkings(stream):
+        assert run(chunks, 10) == [ServerSentEvent("message", "123"), CLOSED], name
+
+
+def test_a_comment_read_before_the_limit_breaks_is_still_handed_out() -> None:
+    # Block "id: 1\r\n" (7 bytes), then ": c\r\n": its CR completes the comment
+    # at 11 bytes held, its LF makes 12 > 11.
+    stream = b"id: 1\r\n: c\r\n"
+    for name, chunks in chunkings(stream):
+        got = run(chunks, 11)
+        assert got[0] == Heartbeat("c"), name
+        assert got[1][0] == "error", name
+
+
+def test_a_long_comment_outside_a_block_counts_as_an_unterminated_line() -> None:
+    stream = b": " + b"z" * 20 + b"\ndata: x\n\n"
+    for name, chunks in chunkings(stream):
+        got = run(chunks, 10)
+        assert got[0] == ("error", "event too large: the event that starts at byte 0 holds more than max_event_size=10 bytes", 0), name
+
+
+LINE = st.sampled_from(["data: ", "data:", ": ", "event: e", "id: 7", "retry: 5", "", "x: y"]).flatmap(
+    lambda head: st.text(alphabet="ab é", max_size=12).map(lambda tail: head + tail if head else "")
+)
+STREAM = st.lists(st.tuples(LINE, st.sampled_from(["\n", "\r\n", "\r"])), max_size=12).map(
+    lambda pairs: "".join(line + end for line, end in pairs).encode()
+)
+
+
+@given(st.data(), STREAM, st.integers(min_value=1, max_value=40))
+def test_the_limit_does_not_depend_on_chunking(data: st.DataObject, stream: bytes, limit: int) -> None:
+    whole = run([stream] if stream else [], limit)
+    assert run(data.draw(chunked(stream)), limit) == whole
+    assert run([stream[i : i + 1] for i in range(len(stream))], limit) == whole
