@@ -666,6 +666,7 @@ CASES: dict[str, Case] = {
     "done-lowercase-is-not-done": Case(HI + b"data: [done]\n\n", [D_HI], raises=True),
     "done-while-a-choice-is-unfinished-is-still-done": Case(HI + DONE, [D_HI, Done()]),
     "done-under-another-event-name": Case(HI + b"event: end\ndata: [DONE]\n\n", [D_HI, Done()]),
+    "done-under-event-error-is-still-done": Case(HI + b"event: error\ndata: [DONE]\n\n" + HI, [D_HI, Done()]),
     # --- end of stream -------------------------------------------------------------------------------------
     "clean-end-after-every-choice-finished": Case(HI + STOP, [D_HI, F_STOP, Done(False)]),
     "clean-end-with-a-choice-unfinished": Case(ROLE + HI, [D_ROLE, D_HI, EOF_TRUNC]),
