@@ -258,7 +258,7 @@ def _choice_plan(draw: st.DrawFn, openai_shape: bool) -> tuple[list[dict[str, An
     content = draw(texts)
     refusal = draw(texts) if draw(st.integers(0, 4)) == 0 else ""
     n_tools = draw(st.integers(0, 3)) if draw(st.booleans()) else 0
-    finish = draw(st.sampled_from((None, *FINISH_REASONS)))
+    finish = draw(st.sampled_from((*FINISH_REASONS, None)))  # None: the choice never finishes
     has_role = openai_shape or draw(st.booleans())
     if not (has_role or reasoning or content or refusal or n_tools or finish):
         has_role = True
@@ -337,7 +337,7 @@ def _choice_plan(draw: st.DrawFn, openai_shape: bool) -> tuple[list[dict[str, An
             entries[-1]["delta"]["content"] = ""  # Ollama writes content "" beside a call
 
     if finish is not None:
-        if not openai_shape and entries and draw(st.booleans()):
+        if not openai_shape and bool(entries) and draw(st.booleans()):
             entries[-1]["finish_reason"] = finish  # vLLM, old Ollama, Mistral, Gemini
         else:
             entries.append({"delta": {}, "finish_reason": finish})
@@ -428,7 +428,12 @@ def chat_streams(draw: st.DrawFn, *, openai_shape: bool = False, max_choices: in
         )
     if not openai_shape and draw(st.integers(0, 4)) == 0:  # Azure's async filter annotation, no delta
         idx = draw(st.sampled_from(sorted(expected)))
-        annotation = {"index": idx, "finish_reason": None, "content_filter_results": {}, "content_filter_offsets": {}}
+        annotation: dict[str, Any] = {
+            "index": idx,
+            "finish_reason": None,
+            "content_filter_results": {},
+            "content_filter_offsets": {},
+        }
         chunks.append({"choices": [annotation], "created": 0, "id": "", "model": "", "object": ""})
 
     # usage
@@ -442,7 +447,11 @@ def chat_streams(draw: st.DrawFn, *, openai_shape: bool = False, max_choices: in
     if mode != "absent":
         prompt = draw(st.integers(0, 10**6))
         completion = draw(st.integers(0, 10**6))
-        pairs = [("prompt_tokens", prompt), ("completion_tokens", completion), ("total_tokens", prompt + completion)]
+        pairs: list[tuple[str, Any]] = [
+            ("prompt_tokens", prompt),
+            ("completion_tokens", completion),
+            ("total_tokens", prompt + completion),
+        ]
         if draw(st.booleans()):
             pairs.append(("prompt_tokens_details", {"cached_tokens": 0}))
         usage = dict(draw(st.permutations(pairs)))
@@ -575,8 +584,8 @@ def _damage(draw: st.DrawFn, case: ChatCase) -> bytes:
                 body[k] ^= draw(st.integers(1, 255))
             blocks = [bytes(body)]
         elif kind == "truncate":
-            body = b"".join(blocks)
-            blocks = [body[: draw(st.integers(0, len(body)))]]
+            whole = b"".join(blocks)
+            blocks = [whole[: draw(st.integers(0, len(whole)))]]
         elif kind == "garbage":
             line = draw(
                 st.one_of(

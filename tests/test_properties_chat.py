@@ -13,10 +13,10 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import Any, TypeAlias
 
 from chatgen import ChatCase, chat_streams, mutated_streams, texts
-from helpers import chunked, feed_all
+from helpers import chunked, chunkings, feed_all
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -39,7 +39,9 @@ from ssestate import (
 )
 
 Collected = tuple[list[Any], tuple[type[BaseException], str, int | None] | None]
-ChatEventOrSentinel = Delta | ToolCallFragment | Finish | Usage | Done | Truncated | StreamError | Heartbeat | Sentinel
+ChatEventOrSentinel: TypeAlias = (
+    Delta | ToolCallFragment | Finish | Usage | Done | Truncated | StreamError | Heartbeat | Sentinel
+)
 
 
 def collect(chunks: Iterable[bytes], *, strict: bool = True) -> Collected:
@@ -65,7 +67,7 @@ def collect(chunks: Iterable[bytes], *, strict: bool = True) -> Collected:
     return events, None
 
 
-def check_typed(event: object) -> None:
+def check_typed(event: Any) -> None:
     """``event`` is a chat event whose fields have the types SPEC §3 gives."""
     opt_str = (str, type(None))
     if type(event) is Delta:
@@ -132,6 +134,14 @@ def test_chat_events_do_not_depend_on_chunking(data: st.DataObject) -> None:
     cuts = data.draw(chunked(body), label="chunks")
     assert collect(cuts, strict=strict) == whole
     assert collect([body[i : i + 1] for i in range(len(body))], strict=strict) == whole
+
+
+@settings(max_examples=max(1, settings().max_examples // 6))
+@given(st.one_of(chat_streams(max_choices=2).map(lambda case: case.body), mutated_streams(max_choices=2)))
+def test_chat_events_are_the_same_under_every_named_chunking(body: bytes) -> None:
+    whole = collect([body])
+    for name, chunks in chunkings(body):
+        assert collect(chunks) == whole, name
 
 
 # --- 2. generated stream -> intended message ---------------------------------------------
@@ -205,7 +215,7 @@ def test_generated_stream_is_the_same_in_lenient_mode(case: ChatCase) -> None:
 # --- 3. damaged streams never crash --------------------------------------------------------
 
 
-@settings(max_examples=max(1, settings.default.max_examples * 3))
+@settings(max_examples=settings().max_examples * 3)
 @given(mutated_streams(), st.booleans())
 def test_damaged_stream_yields_only_chat_events_or_protocol_error(body: bytes, strict: bool) -> None:
     events, _error = collect([body], strict=strict)
