@@ -61,6 +61,9 @@ DEFAULT_MAX_EVENT_SIZE = 16 * 1024 * 1024
 FramingEvent = Union[ServerSentEvent, Heartbeat, Truncated]
 
 _BOM = b"\xef\xbb\xbf"
+# A batch larger than this that holds a single data event is decoded without
+# an intermediate copy (it bounds peak memory on streams of large events).
+_BIG = 4096
 _TERMINATOR = re.compile(rb"\r\n|\r|\n")
 _new_event = _fast(ServerSentEvent)
 _new_heartbeat = _fast(Heartbeat)
@@ -235,12 +238,14 @@ class EventStreamParser:
             end = cr
         if end >= 0:
             end += 1
+            # The buffer itself becomes the batch; only the tail (bytes after
+            # the last terminator, at most about one chunk) is copied out.
+            batch = buf
             if end == len(buf):
-                batch: bytes | bytearray = buf
                 self._buf = buf = bytearray()
             else:
-                batch = buf[:end]
-                del buf[:end]
+                self._buf = buf = buf[end:]
+                del batch[end:]
             self._skip_lf = batch[-1] == 0x0D and not buf
             if self._held + len(batch) + len(buf) > self.max_event_size:
                 cut = self._oversize(batch)
@@ -259,7 +264,7 @@ class EventStreamParser:
         elif pending > self.max_event_size:
             self._too_large(self._offset + len(buf) - pending)
 
-    def _oversize(self, batch: bytes | bytearray) -> tuple[int, int] | None:
+    def _oversize(self, batch: bytearray) -> tuple[int, int] | None:
         """Where this batch makes an event outgrow ``max_event_size``, if it
         does: ``(cut, start)``, to interpret ``batch[:cut]`` and fail on the
         event that starts at stream offset ``start``.
@@ -298,15 +303,24 @@ class EventStreamParser:
             start,
         )
 
-    def _interpret(self, batch: bytes | bytearray) -> None:
-        text = batch.decode("utf-8", "replace")
-        if "\r" in text:
-            text = text.replace("\r\n", "\n").replace("\r", "\n")
+    def _interpret(self, batch: bytearray) -> None:
         was_open = self._open
         self._batch = batch
         self._batch_base = self._offset
         self._batch_has_data = bool(self._data)
-        self._offset += len(batch)
+        size = len(batch)
+        self._offset += size
+        if size > _BIG and not was_open and _one_data_event(batch):
+            # One large event alone: decode its data straight from the batch,
+            # without first decoding the whole batch and then slicing it.
+            with memoryview(batch) as view:
+                value = str(view[6 : size - 2], "utf-8", "replace")
+            self._out.append(value if self._raw else _new_event("message", value, self._id_buf, None))
+            self.last_event_id = self._id_buf
+            return
+        text = batch.decode("utf-8", "replace")
+        if "\r" in text:
+            text = text.replace("\r\n", "\n").replace("\r", "\n")
         if was_open:
             self._lines(_split_lines(text))
         else:
@@ -460,6 +474,14 @@ class EventStreamParser:
             elif line[0] == ":":
                 marks.append(k)
         return self._line_offset(marks[nth])
+
+
+def _one_data_event(batch: bytearray) -> bool:
+    """Whether ``batch`` is exactly ``data: <one line>`` and a blank line."""
+    last = len(batch) - 2
+    return batch.startswith(b"data: ") and batch.find(b"\n", 6) == last and batch[last + 1] == 0x0A and (
+        batch.find(b"\r", 6) < 0
+    )
 
 
 def _split_lines(text: str) -> list[str]:
