@@ -22,7 +22,10 @@ included.
 * ``outcome`` is derived when read from a few facts recorded as events
   arrive: the first ``StreamError``, whether a choice ever finished with an
   error reason, the first ``Done`` / ``Truncated`` and whether a started
-  choice was still unfinished when one of them came.
+  choice was still unfinished when one of them came.  A started choice is
+  one an event was fed for; ``Truncated("eof-before-done")`` counts as cut
+  whatever was fed, since ``ChatStream`` sends it only when a choice it saw
+  start (if only with empty deltas) never finished, or none started.
 * ``feed`` runs once per event, so it tests the two frequent types (``Delta``,
   ``ToolCallFragment``) inline and sends the rare ones through a dict keyed
   by type.  ``Heartbeat`` and the ``NEED_DATA`` / ``CLOSED`` sentinels are
@@ -343,7 +346,10 @@ class Accumulator:
     def _on_truncated(self, event: Truncated) -> None:
         if self.truncated is None:
             self.truncated = event
-        if not self._choices or self._unfinished():
+        # "eof-before-done" is ChatStream's own verdict that a choice it saw
+        # start (perhaps with nothing but empty deltas, which make no event
+        # here) never finished; "partial-event" is judged from what was fed.
+        if event.reason == "eof-before-done" or not self._choices or self._unfinished():
             self._cut = True
 
     def _on_error(self, event: StreamError) -> None:

@@ -7,12 +7,14 @@ import json
 from collections.abc import Iterable
 
 import pytest
+from helpers import feed_all
 
 from ssestate import (
     CLOSED,
     NEED_DATA,
     Accumulator,
     ChatEvent,
+    ChatStream,
     Delta,
     Done,
     Finish,
@@ -390,7 +392,9 @@ def test_feed_rejects_non_events(bad: object) -> None:
         ([ToolCallFragment(0, 0, "c", "f", "{}"), Finish(0, "tool_calls"), Usage(3, 4, 7), Done(True)], "complete"),
         # only the trailing usage chunk or [DONE] was lost
         ([Delta(0, "x"), Finish(0, "stop"), Truncated("partial-event", 80)], "complete"),
-        ([Delta(0, "x"), Finish(0, "stop"), Truncated("eof-before-done")], "complete"),
+        # eof-before-done is the chat layer's verdict that a choice it saw start
+        # (maybe with empty deltas only, which make no event) never finished
+        ([Delta(0, "x"), Finish(0, "stop"), Truncated("eof-before-done")], "truncated"),
         # finish reasons the list does not know count as complete
         ([Delta(0, "x"), Finish(0, "function_call"), Done(True)], "complete"),
         ([Delta(0, "x"), Finish(0, "end_turn"), Done(True)], "complete"),
@@ -414,6 +418,19 @@ def test_outcome_moves_from_in_progress_to_complete() -> None:
     for event, expected in steps:
         acc.feed(event)
         assert acc.outcome == expected
+
+
+def test_choice_seen_only_with_empty_deltas_makes_eof_truncated() -> None:
+    # n=2: choice 1 starts with an empty delta and the connection drops.  The
+    # chat layer saw it start, so the stream was cut, although the only event
+    # the Accumulator gets for choice 1 is none at all.
+    body = b'data: {"choices":[{"index":0,"delta":{"content":"hi"},"finish_reason":"stop"},{"index":1,"delta":{}}]}\n\n'
+    stream = ChatStream()
+    events = feed_all(stream, [body])
+    assert events == [Delta(0, "hi"), Finish(0, "stop"), Truncated("eof-before-done", 0), CLOSED]
+    acc = fed(events)
+    assert list(acc.choices) == [0]
+    assert acc.outcome == "truncated"
 
 
 def test_unknown_finish_reason_is_kept_verbatim() -> None:

@@ -293,7 +293,7 @@ def reference(events: list[Any]) -> dict[str, Any]:
             error = error or e
         elif isinstance(e, (Done, Truncated)):
             unfinished = any(c["finish"] is None for c in choices.values())
-            if unfinished or (isinstance(e, Truncated) and not choices):
+            if unfinished or (isinstance(e, Truncated) and (not choices or e.reason == "eof-before-done")):
                 ended_unfinished = True
             ended = True
 
