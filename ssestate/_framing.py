@@ -232,6 +232,11 @@ class EventStreamParser:
             if buf.startswith(_BOM):
                 del buf[:3]
                 self._offset += 3
+                if self.max_event_size < 2:
+                    # Its first two bytes alone outgrew the limit, as they
+                    # do when they arrive one at a time.
+                    self._too_large(0)
+                    return
         end = buf.rfind(b"\n")
         cr = buf.rfind(b"\r", end + 1)
         if cr > end:
@@ -257,12 +262,14 @@ class EventStreamParser:
             self._interpret(batch)
         self._held = self._offset - self._block_start if self._open else 0
         pending = len(buf) + self._held
-        if self._eof:
+        # The limit is checked at end of stream too: whether the caller asked
+        # for events before feeding b"" must not change the outcome.
+        if pending > self.max_event_size:
+            self._too_large(self._offset + len(buf) - pending)
+        elif self._eof:
             self._closed = True
             if pending:
                 self._out.append(Truncated("partial-event", pending))
-        elif pending > self.max_event_size:
-            self._too_large(self._offset + len(buf) - pending)
 
     def _oversize(self, batch: bytearray) -> tuple[int, int] | None:
         """Where this batch makes an event outgrow ``max_event_size``, if it

@@ -492,6 +492,31 @@ def test_limit_covers_a_byte_order_mark_still_arriving() -> None:
     assert feed_all(parser, [b"\xef", b"\xbb", b"\xbf", b":", b"\n"]) == [hb(""), CLOSED]
 
 
+def test_limit_on_a_byte_order_mark_does_not_depend_on_chunking() -> None:
+    # With max_event_size=1 the first two bytes of a BOM already hold too
+    # much when they arrive one at a time, so they do when it arrives whole.
+    for name, chunks in chunkings(BOM + b": x\n"):
+        parser = EventStreamParser(max_event_size=1)
+        with pytest.raises(RemoteProtocolError, match="starts at byte 0 holds more than max_event_size=1 bytes"):
+            feed_all(parser, chunks)
+        assert parse([BOM + b":\n"], max_event_size=2)[0] == [hb(""), CLOSED], name
+
+
+def test_limit_holds_when_end_of_stream_comes_before_next_event() -> None:
+    # Feeding b"" before asking for events must not turn the error into a
+    # Truncated: the unfinished event outgrew the limit all the same.
+    parser = EventStreamParser(max_event_size=8)
+    parser.receive_data(b"data: a\n\ndata:data:")
+    parser.receive_data(b"")
+    assert parser.next_event() == ev("a")
+    with pytest.raises(RemoteProtocolError, match="starts at byte 9 holds more than max_event_size=8 bytes"):
+        parser.next_event()
+    parser = EventStreamParser(max_event_size=10)
+    parser.receive_data(b"data: a\n\ndata:data:")
+    parser.receive_data(b"")
+    assert feed_all(parser, []) == [ev("a"), cut(10), CLOSED]
+
+
 def test_a_complete_event_in_one_chunk_is_limited_too() -> None:
     # The limit does not depend on chunking: an event that outgrows it fails
     # whether its bytes arrive one at a time or all at once (more cases in

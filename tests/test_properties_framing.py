@@ -20,6 +20,7 @@ from hypothesis import strategies as st
 
 from ssestate import (
     CLOSED,
+    NEED_DATA,
     EventStreamParser,
     FramingEvent,
     Heartbeat,
@@ -207,6 +208,45 @@ def reference(stream: bytes) -> Reference:
     return Reference(events, last_event_id, retry)
 
 
+def first_oversize(stream: bytes, limit: int) -> tuple[int, int] | None:
+    """Where an event first outgrows ``limit`` (SPEC §2 ``max_event_size``):
+    ``(received, start)`` for the smallest stream prefix after which, every
+    line it completes having been read, the open block holds more than
+    ``limit`` bytes (from its first field line on, terminators included) or,
+    outside a block, the unterminated line does; ``start`` is where that
+    block or line starts.  None when that never happens."""
+    skip = 3 if stream.startswith(BOM) else 0
+    lines, _ = split_lines(stream[skip:])
+    # The byte where each line ends (its first terminator byte), where the
+    # next line starts, and the block state once the line has been read.
+    ends, nexts, states = [], [], []
+    is_open, block_start = False, 0
+    for k, (line, start, end) in enumerate(lines):
+        if line == b"":
+            is_open = False
+        elif not line.startswith(b":") and not is_open:
+            is_open, block_start = True, skip + start
+        ends.append(skip + end)
+        nexts.append(skip + lines[k + 1][1] if k + 1 < len(lines) else len(stream) - len(_))
+        states.append((is_open, block_start))
+    done = 0  # lines completed so far
+    for received in range(1, len(stream) + 1):
+        if received < 3 and BOM.startswith(stream[:received]):
+            # A byte order mark still arriving is an unterminated line.
+            if received > limit:
+                return received, 0
+            continue
+        while done < len(lines) and ends[done] < received:
+            done += 1
+        is_open, block_start = states[done - 1] if done else (False, 0)
+        line_start = nexts[done - 1] if done else skip
+        if is_open and received - block_start > limit:
+            return received, block_start
+        if not is_open and received - line_start > limit:
+            return received, line_start
+    return None
+
+
 def test_reference_on_a_known_stream() -> None:
     # The reference itself is pinned once, so it cannot drift unnoticed.
     ref = reference(BOM + b": hi\r\nid: 1\ndata: a\rdata: b\n\nretry: 5\ndata")
@@ -269,6 +309,54 @@ def test_agrees_with_reference(stream: bytes, data: st.DataObject) -> None:
 def test_agrees_with_reference_on_raw_bytes(stream: bytes) -> None:
     ref = reference(stream)
     assert outcome([stream]) == ([e for e, _ in ref.events] + [CLOSED], ref.last_event_id, ref.retry)
+
+
+def limited(chunks: list[bytes], limit: int, *, lazy: bool = False) -> tuple[list[Any], tuple[str, int | None] | None]:
+    """Events handed out, and the RemoteProtocolError that followed them.
+    Drains after every chunk, or (``lazy``) only after end of stream."""
+    parser = EventStreamParser(max_event_size=limit)
+    events: list[Any] = []
+    try:
+        for i, chunk in enumerate([*chunks, b""]):
+            parser.receive_data(chunk)
+            if lazy and i < len(chunks):
+                continue
+            while (event := parser.next_event()) is not NEED_DATA:
+                events.append(event)
+                if event is CLOSED:
+                    return events, None
+    except RemoteProtocolError as err:
+        with pytest.raises(LocalProtocolError):
+            parser.next_event()
+        return events, (str(err), err.offset)
+    raise AssertionError("NEED_DATA after end of stream")
+
+
+# A few well-formed events first, so that the limit often breaks after some
+# events were handed out and in a block that starts after byte 0.
+complete_events = st.lists(
+    st.sampled_from(
+        [b"data: a\n\n", b": hb\r\n", b"id: 1\r\rdata: xy\r\r", b"event: e\ndata: 1\ndata: 2\n\n", b"\n", BOM]
+    ),
+    max_size=6,
+).map(b"".join)
+
+
+@given(stream=st.tuples(complete_events, long_sse_bytes()).map(b"".join), limit=st.integers(1, 64), data=st.data())
+def test_size_limit_agrees_with_reference(stream: bytes, limit: int, data: st.DataObject) -> None:
+    ref = reference(stream)
+    cut = first_oversize(stream, limit)
+    if cut is None:
+        expected = ([e for e, _ in ref.events] + [CLOSED], None)
+    else:
+        received, start = cut
+        before = [e for e, ready in ref.events if ready is not None and ready <= received]
+        message = f"event too large: the event that starts at byte {start} holds more than max_event_size={limit} bytes"
+        expected = (before, (message, start))
+    assert limited([stream] if stream else [], limit) == expected
+    chunks = data.draw(chunked(stream), label="chunks")
+    assert limited(chunks, limit) == expected
+    assert limited(chunks, limit, lazy=True) == expected
 
 
 # --- 3. encode -> parse round trip ------------------------------------------------
