@@ -191,6 +191,27 @@ CASES = [
     Case("unknown-field-block", b"foo\n", (cut(4),)),
     Case("blank-line-then-partial-line", b"id: 1\n\n: c\nda", (hb("c"), cut(2)), "1"),
     Case("open-block-plus-unterminated-line", b"data: a\r\ndata: b", (cut(16),)),
+    # --- large events (a batch over 4 KiB holding one event is decoded on its own path)
+    Case("large-event", b"data: " + b"x" * 5000 + b"\n\n", (ev("x" * 5000),)),
+    Case(
+        "large-event-odd-bytes",
+        b"data: " + b"x" * 5000 + "é😀".encode() + b"\xff\xe2\x82 \n\n",
+        (ev("x" * 5000 + "é😀\ufffd\ufffd "),),
+    ),
+    Case("large-event-no-space", b"data:" + b"x" * 5000 + b"\n\n", (ev("x" * 5000),)),
+    Case("large-event-two-spaces", b"data:  " + b"x" * 5000 + b"\n\n", (ev(" " + "x" * 5000),)),
+    Case("large-event-crlf", b"data: " + b"x" * 5000 + b"\r\n\r\n", (ev("x" * 5000),)),
+    Case("large-event-cr-inside", b"data: " + b"x" * 5000 + b"\rdata: y\n\n", (ev("x" * 5000 + "\ny"),)),
+    Case("large-event-two-lines", b"data: " + b"x" * 5000 + b"\ndata: y\n\n", (ev("x" * 5000 + "\ny"),)),
+    Case("large-event-unfinished", b"data: " + b"x" * 5000 + b"\n", (cut(5007),)),
+    Case("large-event-then-more", b"data: " + b"x" * 5000 + b"\n\n: c\n", (ev("x" * 5000), hb("c"))),
+    Case(
+        "large-event-after-id",
+        b"id: 7\n\n" + b"data: " + b"x" * 5000 + b"\n\n",
+        (ev("x" * 5000, id="7"),),
+        "7",
+    ),
+    Case("large-comment", b": " + b"c" * 5000 + b"\n\n", (hb("c" * 5000),)),
 ]
 
 
@@ -202,6 +223,16 @@ def parse(chunks: list[bytes], *, lazy: bool = False, **kwargs: Any) -> tuple[li
     for chunk in chunks:
         parser.receive_data(chunk)
     return feed_all(parser, []), parser
+
+
+def test_large_event_alone_in_its_batch_keeps_the_id() -> None:
+    large = b"data: " + b"x" * 5000 + b"\n\n"
+    got, parser = parse([b"id: 7\n\n", large, b"id\n\n", large])
+    assert got == [ev("x" * 5000, id="7"), ev("x" * 5000), CLOSED]
+    assert parser.last_event_id == ""
+    got, parser = parse([b"id: 7\n", large])  # the id line's block is still open
+    assert got == [ev("x" * 5000, id="7"), CLOSED]
+    assert parser.last_event_id == "7"
 
 
 def test_case_names_are_unique() -> None:

@@ -359,6 +359,33 @@ def test_size_limit_agrees_with_reference(stream: bytes, limit: int, data: st.Da
     assert limited(chunks, limit, lazy=True) == expected
 
 
+# Events over 4 KiB: a batch holding only one of them is decoded on a
+# separate path, which must mean the same.
+large_payload = st.builds(
+    lambda piece, extra: piece * (4100 // len(piece) + extra),
+    st.sampled_from([b"x", "é".encode(), b"\xff", "😀".encode(), b"a:b "]),
+    st.integers(0, 40),
+)
+large_streams = st.builds(
+    lambda before, gap, head, payload, end, after: before + gap + head + payload + end + after,
+    sse_bytes(max_parts=8),
+    st.sampled_from([b"", b"\n\n", b"\r\r", b"\r\n\r\n"]),
+    st.sampled_from([b"data: ", b"data:", b"data:  ", b"event: e\ndata: ", b": "]),
+    large_payload,
+    st.sampled_from([b"\n\n", b"\r\n\r\n", b"\r\r", b"\n", b"\ndata: y\n\n", b""]),
+    sse_bytes(max_parts=4),
+)
+
+
+@fewer
+@given(stream=large_streams, data=st.data())
+def test_agrees_with_reference_on_large_events(stream: bytes, data: st.DataObject) -> None:
+    ref = reference(stream)
+    expected = ([e for e, _ in ref.events] + [CLOSED], ref.last_event_id, ref.retry)
+    assert outcome([stream]) == expected
+    assert outcome(data.draw(chunked(stream, max_cuts=6), label="chunks")) == expected
+
+
 # --- 3. encode -> parse round trip ------------------------------------------------
 
 one_line = st.text(st.characters(codec="utf-8", exclude_characters="\r\n"))
