@@ -346,6 +346,7 @@ complete_events = st.lists(
 def test_size_limit_agrees_with_reference(stream: bytes, limit: int, data: st.DataObject) -> None:
     ref = reference(stream)
     cut = first_oversize(stream, limit)
+    expected: tuple[list[Any], tuple[str, int | None] | None]
     if cut is None:
         expected = ([e for e, _ in ref.events] + [CLOSED], None)
     else:
