@@ -90,6 +90,7 @@ class ChatStream:
         "_body",
         "_done",
         "_eof",
+        "_live",
         "_finish",
         "_missing",
         "_out",
@@ -127,6 +128,8 @@ class ChatStream:
         self._missing: tuple[str, ...] = _META
         media = content_type.partition(";")[0].strip().lower()
         self._streaming = 200 <= status_code < 300 and media == "text/event-stream"
+        # Streaming, and no end of body, [DONE] or error yet: the fast paths.
+        self._live = self._streaming
         self._parser = EventStreamParser(max_event_size)
         self._parser._raw = True  # plain "message" events come as their data str
         self._body: bytearray | None = None  # the buffered body, when not streaming
@@ -147,10 +150,14 @@ class ChatStream:
 
     def receive_data(self, data: bytes | bytearray | memoryview) -> None:
         """Append bytes of the body; ``b""`` marks its end (may repeat)."""
+        if self._live and data:  # the usual case: body bytes of a live stream
+            self._parser.receive_data(data)
+            return
         if self._poisoned is not None:
             raise LocalProtocolError(f"stream unusable after an earlier error: {self._poisoned}")
         if not data:
             self._eof = True
+            self._live = False
             if not self._done:
                 self._parser.receive_data(b"")
             return
@@ -158,9 +165,6 @@ class ChatStream:
             raise LocalProtocolError(f"receive_data() got {len(data)} bytes after end of stream")
         if self._done:
             return  # after [DONE] nothing more is read
-        if self._streaming:
-            self._parser.receive_data(data)
-            return
         if self._body is None:
             self._body = bytearray()
         self._body += data
@@ -187,9 +191,11 @@ class ChatStream:
         if pos < len(out):
             self._pos = pos + 1
             return out[pos]
+        parser = self._parser
+        if self._live and not parser._ready:
+            return NEED_DATA  # no line ended since the last call: nothing to do
         out.clear()
         self._pos = 0
-        parser = self._parser
         while not out:
             if self._poisoned is not None:
                 raise LocalProtocolError(f"stream unusable after an earlier error: {self._poisoned}")
@@ -209,11 +215,13 @@ class ChatStream:
                 self._feed(items)
             elif parser._pending_error is not None:
                 self._poisoned = str(parser._pending_error)
+                self._live = False
                 raise parser._pending_error
             elif not parser._closed:
                 return NEED_DATA
             else:  # the body ended without [DONE]
                 self._done = True
+                self._live = False
                 if not self._truncated:
                     finish = self._finish
                     if finish and None not in finish.values():
@@ -333,6 +341,7 @@ class ChatStream:
         text = data.strip(_ASCII_WS)
         if text == "[DONE]":
             self._done = True
+            self._live = False
             self._out.append(_DONE_SENTINEL)
             return True
         if not text:
@@ -358,6 +367,7 @@ class ChatStream:
         if not self.strict:
             return False
         end_at = self._parser._item_offset(n)
+        self._live = False
         self._pending_error = RemoteProtocolError(
             f"data payload of the event that ends at byte {end_at} {problem}: {_snippet(data)}",
             end_at,

@@ -123,7 +123,7 @@ class EventStreamParser:
         # Set by an owning ChatStream: queue a single-line "message" event's
         # data as a bare str (no id or retry to carry), saving an object.
         self._raw = False
-        self._ready = False  # bytes that give the next step work have arrived
+        self._ready = False  # a step has work (bytes that end a line), or an error waits
         self._held = 0  # bytes of the unfinished block already interpreted
         self._eof = False
         self._closed = False
@@ -304,6 +304,7 @@ class EventStreamParser:
         return None
 
     def _too_large(self, start: int) -> None:
+        self._ready = True  # the error is what the next call hands out
         self._pending_error = RemoteProtocolError(
             f"event too large: the event that starts at byte {start} holds more than "
             f"max_event_size={self.max_event_size} bytes",
