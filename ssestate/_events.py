@@ -35,6 +35,7 @@ __all__ = [
     "Usage",
 ]
 
+
 @dataclasses.dataclass(frozen=True, slots=True)
 class ServerSentEvent:
     """One dispatched event-stream event (WHATWG "dispatch the event").

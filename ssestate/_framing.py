@@ -162,9 +162,7 @@ class EventStreamParser:
             # Wake the next step only when it has work: a line terminator
             # arrived, or the unfinished event just outgrew the limit.
             if not self._ready and (
-                buf.find(b"\n", seen) >= 0
-                or buf.find(b"\r", seen) >= 0
-                or len(buf) + self._held > self.max_event_size
+                buf.find(b"\n", seen) >= 0 or buf.find(b"\r", seen) >= 0 or len(buf) + self._held > self.max_event_size
             ):
                 self._ready = True
         else:
@@ -239,8 +237,7 @@ class EventStreamParser:
                     return
         end = buf.rfind(b"\n")
         cr = buf.rfind(b"\r", end + 1)
-        if cr > end:
-            end = cr
+        end = max(end, cr)
         if end >= 0:
             end += 1
             # The buffer itself becomes the batch; only the tail (bytes after
@@ -487,8 +484,11 @@ class EventStreamParser:
 def _one_data_event(batch: bytearray) -> bool:
     """Whether ``batch`` is exactly ``data: <one line>`` and a blank line."""
     last = len(batch) - 2
-    return batch.startswith(b"data: ") and batch.find(b"\n", 6) == last and batch[last + 1] == 0x0A and (
-        batch.find(b"\r", 6) < 0
+    return (
+        batch.startswith(b"data: ")
+        and batch.find(b"\n", 6) == last
+        and batch[last + 1] == 0x0A
+        and (batch.find(b"\r", 6) < 0)
     )
 
 

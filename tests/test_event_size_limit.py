@@ -11,11 +11,19 @@ from __future__ import annotations
 
 from typing import Any
 
+from helpers import chunked, chunkings
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ssestate import CLOSED, NEED_DATA, EventStreamParser, Heartbeat, LocalProtocolError, RemoteProtocolError, ServerSentEvent
-from tests.helpers import chunked, chunkings
+from ssestate import (
+    CLOSED,
+    NEED_DATA,
+    EventStreamParser,
+    Heartbeat,
+    LocalProtocolError,
+    RemoteProtocolError,
+    ServerSentEvent,
+)
 
 
 def run(chunks: list[bytes], limit: int) -> list[Any]:
@@ -69,7 +77,8 @@ def test_a_long_comment_outside_a_block_counts_as_an_unterminated_line() -> None
     stream = b": " + b"z" * 20 + b"\ndata: x\n\n"
     for name, chunks in chunkings(stream):
         got = run(chunks, 10)
-        assert got[0] == ("error", "event too large: the event that starts at byte 0 holds more than max_event_size=10 bytes", 0), name
+        message = "event too large: the event that starts at byte 0 holds more than max_event_size=10 bytes"
+        assert got[0] == ("error", message, 0), name
 
 
 LINE = st.sampled_from(["data: ", "data:", ": ", "event: e", "id: 7", "retry: 5", "", "x: y"]).flatmap(
