@@ -36,6 +36,7 @@ attributes, and the flags for end of stream, ``[DONE]`` and errors.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from json.scanner import make_scanner
 from typing import Any
 
@@ -67,6 +68,7 @@ _new_usage = _fast(Usage)
 _ASCII_WS = " \t\n\r\x0c"
 _META = ("id", "model", "created", "system_fingerprint")
 _DONE_SENTINEL = Done(True)
+_EXHAUSTED: Iterator[ChatEvent] = iter(())
 
 
 class ChatStream:
@@ -96,7 +98,7 @@ class ChatStream:
         "_parser",
         "_pending_error",
         "_poisoned",
-        "_pos",
+        "_queue",
         "_streaming",
         "_tool_ids",
         "_tool_pos",
@@ -132,8 +134,8 @@ class ChatStream:
         self._parser = EventStreamParser(max_event_size)
         self._parser._raw = True  # plain "message" events come as their data str
         self._body: bytearray | None = None  # the buffered body, when not streaming
-        self._out: list[ChatEvent] = []  # events of the latest payload...
-        self._pos = 0  # ...of which this many were handed out
+        self._out: list[ChatEvent] = []  # what the latest step produced...
+        self._queue: Iterator[ChatEvent] = _EXHAUSTED  # ...and an iterator handing it out
         self._finish: dict[int, str | None] = {}  # choice -> finish reason (None: started)
         # For tool calls that come without an index (rare; created when needed):
         # (choice, tool index) -> id, and (choice, array position) -> tool index.
@@ -185,16 +187,13 @@ class ChatStream:
 
         Any other exception is a bug in ssestate.
         """
-        out = self._out
-        pos = self._pos
-        if pos < len(out):
-            self._pos = pos + 1
-            return out[pos]
+        for event in self._queue:  # what the latest step produced, not yet handed out
+            return event
         parser = self._parser
         if self._live and not parser._ready:
             return NEED_DATA  # no line ended since the last call: nothing to do
-        out.clear()
-        self._pos = 0
+        out: list[ChatEvent] = []
+        self._out = out
         while not out:
             if self._poisoned is not None:
                 raise LocalProtocolError(f"stream unusable after an earlier error: {self._poisoned}")
@@ -227,8 +226,8 @@ class ChatStream:
                         out.append(Done(False))
                     else:
                         out.append(Truncated("eof-before-done", 0))
-        self._pos = 1
-        return out[0]
+        self._queue = queue = iter(out)
+        return next(queue)
 
     # -- stream mode ------------------------------------------------------------
 

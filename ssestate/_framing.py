@@ -46,7 +46,8 @@ for BOM, skipped LF, end of stream and errors.
 from __future__ import annotations
 
 import re
-from typing import Union
+from collections.abc import Iterator
+from typing import Union, cast
 
 from ._events import Heartbeat, ServerSentEvent, Truncated, _fast
 from ._util import CLOSED, NEED_DATA, LocalProtocolError, RemoteProtocolError, Sentinel
@@ -61,6 +62,7 @@ DEFAULT_MAX_EVENT_SIZE = 16 * 1024 * 1024
 FramingEvent = Union[ServerSentEvent, Heartbeat, Truncated]
 
 _BOM = b"\xef\xbb\xbf"
+_EXHAUSTED: Iterator[FramingEvent] = iter(())
 # A batch larger than this that holds a single data event is decoded without
 # an intermediate copy (it bounds peak memory on streams of large events).
 _BIG = 4096
@@ -99,7 +101,7 @@ class EventStreamParser:
         "_out",
         "_pending_error",
         "_poisoned",
-        "_pos",
+        "_queue",
         "_raw",
         "_ready",
         "_skip_lf",
@@ -129,8 +131,8 @@ class EventStreamParser:
         self._closed = False
         self._pending_error: RemoteProtocolError | None = None
         self._poisoned: str | None = None
-        self._out: list[FramingEvent | str] = []  # events of the latest step...
-        self._pos = 0  # ...of which this many were handed out
+        self._out: list[FramingEvent | str] = []  # what the latest step produced...
+        self._queue: Iterator[FramingEvent] = _EXHAUSTED  # ...and an iterator handing it out
         # The unfinished block.
         self._data: list[str] = []
         self._type = ""
@@ -178,11 +180,8 @@ class EventStreamParser:
 
         Any other exception is a bug in ssestate.
         """
-        out = self._out
-        pos = self._pos
-        if pos < len(out):
-            self._pos = pos + 1
-            return out[pos]  # type: ignore[return-value]  # a str only in raw mode
+        for event in self._queue:  # what the latest step produced, not yet handed out
+            return event
         if self._poisoned is not None:
             raise LocalProtocolError(f"parser unusable after an earlier error: {self._poisoned}")
         if self._pending_error is not None:
@@ -192,12 +191,13 @@ class EventStreamParser:
             return CLOSED
         if not (self._ready or self._eof):
             return NEED_DATA
-        out.clear()
-        self._pos = 0
+        out: list[FramingEvent | str] = []
+        self._out = out
         self._step()
-        if out:
-            self._pos = 1
-            return out[0]  # type: ignore[return-value]  # a str only in raw mode
+        # Only an owning ChatStream sets raw mode, and it reads through _take.
+        self._queue = queue = iter(cast("list[FramingEvent]", out))
+        for event in queue:
+            return event
         return self.next_event() if self._pending_error or self._closed else NEED_DATA
 
     def _take(self) -> list[FramingEvent | str]:
@@ -206,8 +206,8 @@ class EventStreamParser:
         ``_pending_error`` and ``_closed`` itself when the list is empty."""
         if self._pending_error is not None or self._closed or not (self._ready or self._eof):
             return []
-        out = self._out = []
-        self._pos = 0
+        out: list[FramingEvent | str] = []
+        self._out = out
         self._step()
         return out
 
