@@ -272,7 +272,7 @@ class TrioCall:
         while True:
             event = conn.next_event()
             if event is h11.NEED_DATA:
-                conn.receive_data(await stream.receive_some(self._receive_size))
+                conn.receive_data(bytes(await stream.receive_some(self._receive_size)))
                 continue
             if event is h11.PAUSED:  # pragma: no cover - a client pauses only after the response
                 raise h11.RemoteProtocolError("the connection paused before the response head")
@@ -289,7 +289,7 @@ class TrioCall:
             if event is h11.NEED_DATA:
                 deadline = driver.deadline
                 with trio.move_on_at(math.inf if deadline is None else deadline):
-                    conn.receive_data(await stream.receive_some(self._receive_size))
+                    conn.receive_data(bytes(await stream.receive_some(self._receive_size)))
                     continue
                 raise driver.timeout_error(trio.current_time())
             if isinstance(event, h11.Data):
