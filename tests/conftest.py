@@ -33,7 +33,7 @@ settings.register_profile(
 )
 settings.register_profile(
     "ci",
-    max_examples=250,
+    max_examples=150,
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow],
     database=None,
