@@ -98,7 +98,7 @@ from .._retry import Phase, RetryPolicy, StreamTimeout
 from .._stats import StatsRecorder, StreamStats
 from .._util import CLOSED, Sentinel
 
-__all__ = ["ChatRequest", "HeaderInput", "StreamDriver", "build_request", "header_pairs"]
+__all__ = ["CallSurface", "ChatRequest", "HeaderInput", "StreamDriver", "build_request", "header_pairs"]
 
 HeaderInput = Union[Mapping[str, str], Iterable[tuple[str, str]]]
 
@@ -394,3 +394,35 @@ class StreamDriver:
     def stats(self) -> StreamStats:
         """Stats of the current attempt."""
         return self.recorder.stats
+
+
+class CallSurface:
+    """The read-only surface every adapter's call object shares; a call
+    object keeps its ``StreamDriver`` in ``_driver``."""
+
+    _driver: StreamDriver
+
+    @property
+    def status_code(self) -> int | None:
+        """Status of the response being read (the last attempt), or None."""
+        return self._driver.status_code
+
+    @property
+    def headers(self) -> list[tuple[str, str]]:
+        """Headers of that response as ``(name, value)`` pairs."""
+        return self._driver.headers
+
+    @property
+    def stats(self) -> StreamStats:
+        """Timing and counts of the response being read."""
+        return self._driver.stats
+
+    @property
+    def attempts(self) -> int:
+        """Requests made so far (1 when nothing was retried)."""
+        return self._driver.attempts
+
+    @property
+    def machine(self) -> ChatStream | None:
+        """The ``ChatStream`` of the response being read (for its metadata)."""
+        return self._driver.machine

@@ -77,9 +77,8 @@ from .._chat import ChatStream
 from .._events import ChatEvent, Done
 from .._framing import EventStreamParser, FramingEvent
 from .._retry import RetryPolicy, StreamTimeout
-from .._stats import StreamStats
 from .._util import CLOSED, Sentinel
-from ._common import ChatRequest, HeaderInput, StreamDriver, build_request
+from ._common import CallSurface, ChatRequest, HeaderInput, StreamDriver, build_request
 
 __all__ = ["DEFAULT_RETRY", "AsyncHttpxCall", "HttpxCall", "aiter_events", "astream_chat", "iter_events", "stream_chat"]
 
@@ -274,7 +273,7 @@ def astream_chat(  # noqa: PLR0917 - the positional order SPEC §7 fixes
     return AsyncHttpxCall(client, request, driver, close_http2_connection=close_http2_connection)
 
 
-class _CallBase:
+class _CallBase(CallSurface):
     """What the sync and async calls share: the surface and the response."""
 
     def __init__(self, request: ChatRequest, driver: StreamDriver, close_http2_connection: bool) -> None:
@@ -286,31 +285,6 @@ class _CallBase:
         self._complete = False  # ... and was read to its end
         self._closed = False
         self._http_version: str | None = None
-
-    @property
-    def status_code(self) -> int | None:
-        """Status of the response being read (the last attempt), or None."""
-        return self._driver.status_code
-
-    @property
-    def headers(self) -> list[tuple[str, str]]:
-        """Headers of that response as ``(name, value)`` pairs."""
-        return self._driver.headers
-
-    @property
-    def stats(self) -> StreamStats:
-        """Timing and counts of the response being read."""
-        return self._driver.stats
-
-    @property
-    def attempts(self) -> int:
-        """Requests made so far (1 when nothing was retried)."""
-        return self._driver.attempts
-
-    @property
-    def machine(self) -> ChatStream | None:
-        """The ``ChatStream`` of the response being read (for its metadata)."""
-        return self._driver.machine
 
     @property
     def response(self) -> httpx.Response | None:

@@ -42,9 +42,8 @@ from .._chat import ChatStream
 from .._events import ChatEvent, Done
 from .._framing import EventStreamParser, FramingEvent
 from .._retry import RetryPolicy, StreamTimeout
-from .._stats import StreamStats
 from .._util import CLOSED, Sentinel
-from ._common import ChatRequest, HeaderInput, StreamDriver, build_request
+from ._common import CallSurface, ChatRequest, HeaderInput, StreamDriver, build_request
 
 __all__ = ["DEFAULT_RETRY", "SyncCall", "iter_events", "stream_chat"]
 
@@ -139,7 +138,7 @@ def stream_chat(  # noqa: PLR0917 - the positional order SPEC §7 fixes
     return SyncCall(request, driver, ssl_context=ssl_context, chunk_size=chunk_size)
 
 
-class SyncCall:
+class SyncCall(CallSurface):
     """One streamed chat call: a context manager and an iterator of events.
 
     Iteration may raise ``StreamTimeout``, the connection error that ended
@@ -167,33 +166,6 @@ class SyncCall:
         self._response: http.client.HTTPResponse | None = None
         self._events: Generator[ChatEvent, None, None] | None = None
         self._closed = False
-
-    # -- the shared call-object surface -----------------------------------------
-
-    @property
-    def status_code(self) -> int | None:
-        """Status of the response being read (the last attempt), or None."""
-        return self._driver.status_code
-
-    @property
-    def headers(self) -> list[tuple[str, str]]:
-        """Headers of that response as ``(name, value)`` pairs."""
-        return self._driver.headers
-
-    @property
-    def stats(self) -> StreamStats:
-        """Timing and counts of the response being read."""
-        return self._driver.stats
-
-    @property
-    def attempts(self) -> int:
-        """Requests made so far (1 when nothing was retried)."""
-        return self._driver.attempts
-
-    @property
-    def machine(self) -> ChatStream | None:
-        """The ``ChatStream`` of the response being read (for its metadata)."""
-        return self._driver.machine
 
     def __enter__(self) -> SyncCall:
         return self

@@ -47,11 +47,9 @@ try:
 except ImportError as exc:  # pragma: no cover - depends on the environment
     raise ImportError("ssestate.adapters.trio needs trio and h11: pip install 'ssestate[trio]'") from exc
 
-from .._chat import ChatStream
 from .._events import ChatEvent
 from .._retry import RetryPolicy, StreamTimeout
-from .._stats import StreamStats
-from ._common import ChatRequest, HeaderInput, StreamDriver, build_request
+from ._common import CallSurface, ChatRequest, HeaderInput, StreamDriver, build_request
 
 __all__ = ["DEFAULT_RETRY", "TrioCall", "stream_chat"]
 
@@ -106,7 +104,7 @@ def stream_chat(  # noqa: PLR0917 - the positional order SPEC §7 fixes
     return TrioCall(request, driver, ssl_context=ssl_context, receive_size=receive_size)
 
 
-class TrioCall:
+class TrioCall(CallSurface):
     """One streamed chat call: an async context manager and an async
     iterator of events.
 
@@ -134,33 +132,6 @@ class TrioCall:
         self._h11: h11.Connection | None = None
         self._events: AsyncGenerator[ChatEvent, None] | None = None
         self._closed = False
-
-    # -- the shared call-object surface -----------------------------------------
-
-    @property
-    def status_code(self) -> int | None:
-        """Status of the response being read (the last attempt), or None."""
-        return self._driver.status_code
-
-    @property
-    def headers(self) -> list[tuple[str, str]]:
-        """Headers of that response as ``(name, value)`` pairs."""
-        return self._driver.headers
-
-    @property
-    def stats(self) -> StreamStats:
-        """Timing and counts of the response being read."""
-        return self._driver.stats
-
-    @property
-    def attempts(self) -> int:
-        """Requests made so far (1 when nothing was retried)."""
-        return self._driver.attempts
-
-    @property
-    def machine(self) -> ChatStream | None:
-        """The ``ChatStream`` of the response being read (for its metadata)."""
-        return self._driver.machine
 
     async def __aenter__(self) -> TrioCall:
         return self
