@@ -85,6 +85,7 @@ class EventStreamParser:
     """
 
     __slots__ = (
+        "_accepting",
         "_batch",
         "_batch_base",
         "_batch_has_data",
@@ -94,7 +95,6 @@ class EventStreamParser:
         "_closed",
         "_data",
         "_eof",
-        "_held",
         "_id_buf",
         "_offset",
         "_open",
@@ -104,6 +104,7 @@ class EventStreamParser:
         "_queue",
         "_raw",
         "_ready",
+        "_room",
         "_skip_lf",
         "_started",
         "_type",
@@ -125,9 +126,12 @@ class EventStreamParser:
         # Set by an owning ChatStream: queue a single-line "message" event's
         # data as a bare str (no id or retry to carry), saving an object.
         self._raw = False
-        self._ready = False  # a step has work (bytes that end a line), or an error waits
-        self._held = 0  # bytes of the unfinished block already interpreted
+        # next_event has something to do: bytes that end a line arrived, the
+        # limit broke, the stream ended, or an error waits to be raised.
+        self._ready = False
+        self._room = max_event_size  # bytes the buffer may hold before the limit breaks
         self._eof = False
+        self._accepting = True  # neither end of stream nor an error yet
         self._closed = False
         self._pending_error: RemoteProtocolError | None = None
         self._poisoned: str | None = None
@@ -149,26 +153,25 @@ class EventStreamParser:
 
     def receive_data(self, data: bytes | bytearray | memoryview) -> None:
         """Append bytes of the stream; ``b""`` marks its end (may repeat)."""
-        if self._poisoned is not None:
-            raise LocalProtocolError(f"parser unusable after an earlier error: {self._poisoned}")
-        if data:
-            if self._eof:
-                raise LocalProtocolError(
-                    f"receive_data() got {len(data)} bytes after end of stream "
-                    f"(stream ended at byte {self._offset + len(self._buf)})",
-                    self._offset + len(self._buf),
-                )
+        if data and self._accepting:
             buf = self._buf
             seen = len(buf)
             buf += data
             # Wake the next step only when it has work: a line terminator
             # arrived, or the unfinished event just outgrew the limit.
-            if not self._ready and (
-                buf.find(b"\n", seen) >= 0 or buf.find(b"\r", seen) >= 0 or len(buf) + self._held > self.max_event_size
-            ):
+            if not self._ready and (buf.find(b"\n", seen) >= 0 or buf.find(b"\r", seen) >= 0 or len(buf) > self._room):
                 self._ready = True
-        else:
-            self._eof = True
+            return
+        if self._poisoned is not None:
+            raise LocalProtocolError(f"parser unusable after an earlier error: {self._poisoned}")
+        if data:
+            raise LocalProtocolError(
+                f"receive_data() got {len(data)} bytes after end of stream "
+                f"(stream ended at byte {self._offset + len(self._buf)})",
+                self._offset + len(self._buf),
+            )
+        self._eof = self._ready = True
+        self._accepting = False
 
     def next_event(self) -> FramingEvent | Sentinel:
         """Return the next event, ``NEED_DATA`` or ``CLOSED``.
@@ -182,15 +185,16 @@ class EventStreamParser:
         """
         for event in self._queue:  # what the latest step produced, not yet handed out
             return event
+        if not self._ready:
+            return NEED_DATA
         if self._poisoned is not None:
             raise LocalProtocolError(f"parser unusable after an earlier error: {self._poisoned}")
         if self._pending_error is not None:
             self._poisoned = str(self._pending_error)
+            self._accepting = False
             raise self._pending_error
         if self._closed:
             return CLOSED
-        if not (self._ready or self._eof):
-            return NEED_DATA
         out: list[FramingEvent | str] = []
         self._out = out
         self._step()
@@ -204,7 +208,7 @@ class EventStreamParser:
         """Run one step if it has work and hand over all it produced: the
         batch interface of an owning ChatStream, which then reads
         ``_pending_error`` and ``_closed`` itself when the list is empty."""
-        if self._pending_error is not None or self._closed or not (self._ready or self._eof):
+        if not self._ready or self._pending_error is not None or self._closed:
             return []
         out: list[FramingEvent | str] = []
         self._out = out
@@ -249,7 +253,7 @@ class EventStreamParser:
                 self._buf = buf = buf[end:]
                 del batch[end:]
             self._skip_lf = batch[-1] == 0x0D and not buf
-            if self._held + len(batch) + len(buf) > self.max_event_size:
+            if len(batch) + len(buf) > self._room:
                 cut = self._oversize(batch)
                 if cut is not None:
                     if cut[0]:
@@ -257,14 +261,15 @@ class EventStreamParser:
                     self._too_large(cut[1])
                     return
             self._interpret(batch)
-        self._held = self._offset - self._block_start if self._open else 0
-        pending = len(buf) + self._held
+        held = self._offset - self._block_start if self._open else 0
+        self._room = self.max_event_size - held
+        pending = len(buf) + held
         # The limit is checked at end of stream too: whether the caller asked
         # for events before feeding b"" must not change the outcome.
         if pending > self.max_event_size:
             self._too_large(self._offset + len(buf) - pending)
         elif self._eof:
-            self._closed = True
+            self._closed = self._ready = True  # CLOSED, from now on
             if pending:
                 self._out.append(Truncated("partial-event", pending))
 
