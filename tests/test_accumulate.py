@@ -262,10 +262,14 @@ def test_parsed_arguments_error_names_call_and_position() -> None:
     assert isinstance(err, ValueError)
     assert err.tool_call is call
     assert err.doc == '{"q": "x", }'
-    assert err.pos == 11
-    assert (err.lineno, err.colno) == (1, 12)
+    # Where json places the error differs between Python versions (3.13 names
+    # the trailing comma); the Accumulator passes json's own position on.
+    with pytest.raises(json.JSONDecodeError) as plain:
+        json.loads(err.doc)
+    assert (err.pos, err.lineno, err.colno) == (plain.value.pos, plain.value.lineno, plain.value.colno)
+    assert err.pos in (9, 11)
     assert err.msg.startswith("tool call 3 (name 'lookup', id 'call_9') has arguments that are not JSON: ")
-    assert "(char 11)" in str(err)
+    assert f"(char {err.pos})" in str(err)
 
 
 def test_parsed_arguments_of_empty_arguments_raises() -> None:
