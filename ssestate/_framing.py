@@ -66,6 +66,7 @@ _EXHAUSTED: Iterator[FramingEvent] = iter(())
 # A batch larger than this that holds a single data event is decoded without
 # an intermediate copy (it bounds peak memory on streams of large events).
 _BIG = 4096
+_ONE_EVENT = bytearray(b"data: \n\n")
 _TERMINATOR = re.compile(rb"\r\n|\r|\n")
 _new_event = _fast(ServerSentEvent)
 _new_heartbeat = _fast(Heartbeat)
@@ -325,6 +326,10 @@ class EventStreamParser:
             # without first decoding the whole batch and then slicing it.
             with memoryview(batch) as view:
                 value = str(view[6 : size - 2], "utf-8", "replace")
+            # Keep a stand-in with the same line structure, not the bytes
+            # (for _item_offset): the large event is held once, as its data.
+            self._batch = _ONE_EVENT
+            self._batch_base += size - len(_ONE_EVENT)
             self._out.append(value if self._raw else _new_event("message", value, self._id_buf, None))
             self.last_event_id = self._id_buf
             return

@@ -1,0 +1,48 @@
+"""Large events: a batch that holds one large event alone takes a shorter
+path (its data is decoded straight from the buffer); everything observable
+must be the same as on the ordinary path."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from helpers import chunkings
+
+from ssestate import CLOSED, NEED_DATA, ChatStream, Delta, RemoteProtocolError
+
+BIG = "x" * 10_000
+
+
+def run(chunks: list[bytes]) -> list[Any]:
+    stream = ChatStream()
+    got: list[Any] = []
+    try:
+        for chunk in [*chunks, b""]:
+            stream.receive_data(chunk)
+            while (event := stream.next_event()) is not NEED_DATA:
+                got.append(event)
+                if event is CLOSED:
+                    return got
+    except RemoteProtocolError as exc:
+        got.append((str(exc), exc.offset))
+    return got
+
+
+def test_a_large_payload_that_is_not_json_is_named_by_its_blank_line() -> None:
+    first = b'data: {"choices":[{"index":0,"delta":{"content":"a"}}]}\n\n'
+    bad = b"data: " + BIG.encode() + b"\n\n"
+    body = first + bad
+    blank_line = len(body) - 1
+    # [first, bad] puts the large event alone in its batch.
+    for name, chunks in [*chunkings(body), ("alone", [first, bad])]:
+        got = run(chunks)
+        assert got[0] == Delta(0, "a"), name
+        message, offset = got[1]
+        assert offset == blank_line, name
+        assert f"ends at byte {blank_line} is not JSON" in message, name
+
+
+def test_a_large_chunk_alone_in_its_batch_is_a_chunk_like_any_other() -> None:
+    body = b'data: {"choices":[{"index":0,"delta":{"content":"' + BIG.encode() + b'"}}]}\n\n'
+    for name, chunks in [("whole", [body]), ("two", [body[:100], body[100:]])]:
+        assert run(chunks)[0] == Delta(0, BIG), name
