@@ -276,11 +276,15 @@ class ChatStream:
                         finish_of[i] = None
                     delta = c.get("delta")
                     if type(delta) is dict:
-                        content = delta.get("content")
-                        if len(delta) == 1 and type(content) is str:  # the usual chunk
+                        if len(delta) != 1:
+                            if delta:
+                                self._delta(i, delta, c)
+                        elif type(content := delta.get("content")) is str:  # the usual chunk
                             if content:
                                 append(new_delta(i, content, None, None, None, c.get("logprobs")))
-                        elif delta:
+                        elif type(calls := delta.get("tool_calls")) is list:  # a tool-call fragment
+                            self._tool_calls(i, calls)
+                        else:
                             self._delta(i, delta, c)
                     reason = c.get("finish_reason")
                     if reason and type(reason) is str and finish_of[i] != reason:
@@ -378,7 +382,7 @@ class ChatStream:
             if type(call) is not dict:
                 continue
             call_id = call.get("id")
-            if type(call_id) is not str or not call_id:
+            if call_id is not None and (type(call_id) is not str or not call_id):
                 call_id = None
             index = call.get("index")
             if type(index) is not int:
@@ -388,7 +392,7 @@ class ChatStream:
             if type(fn) is dict:
                 name = fn.get("name")
                 args = fn.get("arguments")
-            if type(name) is not str or not name:
+            if name is not None and (type(name) is not str or not name):
                 name = None
             if type(args) is not str:
                 args = "" if args is None else json.dumps(args, ensure_ascii=False, separators=(",", ":"))
