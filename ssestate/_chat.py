@@ -36,7 +36,8 @@ attributes, and the flags for end of stream, ``[DONE]`` and errors.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+import weakref
+from collections.abc import Callable, Iterator
 from json.scanner import make_scanner
 from typing import Any
 
@@ -85,9 +86,15 @@ class ChatStream:
     Attributes:
         response_id, model, created, system_fingerprint: from the first chunk
             that carries each ("" and 0 count as absent); None until then.
+        receive_data: ``receive_data(data)`` appends bytes of the body;
+            ``b""`` marks its end (and may repeat).  While the stream is live
+            this is its parser's own method, so feeding costs no extra call.
     """
 
+    receive_data: Callable[[bytes | bytearray | memoryview], None]
+
     __slots__ = (
+        "__weakref__",
         "_body",
         "_done",
         "_eof",
@@ -106,6 +113,7 @@ class ChatStream:
         "content_type",
         "created",
         "model",
+        "receive_data",
         "response_id",
         "status_code",
         "strict",
@@ -133,6 +141,9 @@ class ChatStream:
         self._live = self._streaming
         self._parser = EventStreamParser(max_event_size)
         self._parser._raw = True  # plain "message" events come as their data str
+        # A live stream's bytes go straight to its parser, with no call in
+        # between; other bytes go to _receive (see _stop).
+        self.receive_data = self._parser.receive_data if self._streaming else _receiver(self)
         self._body: bytearray | None = None  # the buffered body, when not streaming
         self._out: list[ChatEvent] = []  # what the latest step produced...
         self._queue: Iterator[ChatEvent] = _EXHAUSTED  # ...and an iterator handing it out
@@ -149,23 +160,18 @@ class ChatStream:
 
     # -- public API ---------------------------------------------------------
 
-    def receive_data(self, data: bytes | bytearray | memoryview) -> None:
-        """Append bytes of the body; ``b""`` marks its end (may repeat)."""
-        if self._live and data:  # the usual case: body bytes of a live stream
-            self._parser.receive_data(data)
-            return
+    def _receive(self, data: bytes | bytearray | memoryview) -> None:
+        """``receive_data`` when the stream is not live: a buffered body, or
+        bytes after ``[DONE]``, the end of the body or an error."""
         if self._poisoned is not None:
             raise LocalProtocolError(f"stream unusable after an earlier error: {self._poisoned}")
         if not data:
             self._eof = True
-            self._live = False
-            if not self._done:
-                self._parser.receive_data(b"")
             return
         if self._eof:
             raise LocalProtocolError(f"receive_data() got {len(data)} bytes after end of stream")
-        if self._done:
-            return  # after [DONE] nothing more is read
+        if self._done or self._streaming:
+            return  # after [DONE] (or an error still to be raised) nothing more is read
         if self._body is None:
             self._body = bytearray()
         self._body += data
@@ -175,6 +181,13 @@ class ChatStream:
                 f"at byte {len(self._body)} (status {self.status_code}, {self.content_type!r})",
                 len(self._body),
             )
+
+    def _stop(self) -> None:
+        """The stream is no longer live (``[DONE]``, the end of the body, an
+        error): from now on bytes go to ``_receive``."""
+        self._live = False
+        self._eof = self._eof or self._parser._eof
+        self.receive_data = _receiver(self)
 
     def next_event(self) -> ChatEvent | Sentinel:
         """Return the next chat event, ``NEED_DATA`` or ``CLOSED``.
@@ -213,13 +226,13 @@ class ChatStream:
                 self._feed(items)
             elif parser._pending_error is not None:
                 self._poisoned = str(parser._pending_error)
-                self._live = False
+                self._stop()
                 raise parser._pending_error
             elif not parser._closed:
                 return NEED_DATA
             else:  # the body ended without [DONE]
                 self._done = True
-                self._live = False
+                self._stop()
                 if not self._truncated:
                     finish = self._finish
                     if finish and None not in finish.values():
@@ -343,7 +356,7 @@ class ChatStream:
         text = data.strip(_ASCII_WS)
         if text == "[DONE]":
             self._done = True
-            self._live = False
+            self._stop()
             self._out.append(_DONE_SENTINEL)
             return True
         if not text:
@@ -369,7 +382,7 @@ class ChatStream:
         if not self.strict:
             return False
         end_at = self._parser._item_offset(n)
-        self._live = False
+        self._stop()
         self._pending_error = RemoteProtocolError(
             f"data payload of the event that ends at byte {end_at} {problem}: {_snippet(data)}",
             end_at,
@@ -475,6 +488,19 @@ class ChatStream:
         chunk["choices"] = stream
         self._feed([json.dumps(chunk)])
         self._out.append(Done(False))
+
+
+def _receiver(stream: ChatStream) -> Callable[[bytes | bytearray | memoryview], None]:
+    """``stream._receive``, holding the stream weakly: a bound method stored on
+    the stream itself would make a reference cycle."""
+    ref = weakref.ref(stream)
+
+    def receive(data: bytes | bytearray | memoryview) -> None:
+        alive = ref()
+        if alive is not None:
+            alive._receive(data)
+
+    return receive
 
 
 def _count(value: object) -> int:
