@@ -3,20 +3,26 @@
 Theory of operation
 -------------------
 ``ChatStream`` composes an ``EventStreamParser`` (it owns one and reads only
-its events) with a chunk interpreter.  Bytes go in through ``receive_data``;
-``next_event`` pulls framing events from the parser one at a time and turns
-each into zero or more chat events, queued in wire order and handed out one
-per call.
+its output) with a chunk interpreter.  While the stream is live its
+``receive_data`` *is* the parser's, so bytes reach the buffer without an
+extra call; afterwards (``[DONE]``, end of body, an error) bytes go to
+``_receive``, through a weak reference so that no cycle forms.
+``next_event`` answers ``NEED_DATA`` at once until the parser has work, then
+takes everything one parser step produced (``_take``: the data of plain
+"message" events as bare ``str``, other events as objects) and interprets it
+in one loop (``_feed``), queueing chat events in wire order for an iterator
+that hands them out one per call.
 
 The response head decides the mode once, at construction:
 
 * **stream** (2xx and ``text/event-stream``): every ``data`` payload is one
   chunk.  ``[DONE]`` (exact, ASCII whitespace aside) ends the stream at once:
   ``Done(sentinel=True)``, and every later byte is ignored.  Any other
-  payload is decoded with the C JSON scanner; an object goes through
-  ``_chunk`` (the hot path: choices in array order, per choice its ``Delta``,
-  its ``ToolCallFragment``s, its ``Finish``; then ``Usage``; then
-  ``StreamError`` when the chunk has a non-empty ``error`` member).  Anything
+  payload is decoded with the C JSON scanner; an object is read in ``_feed``
+  (the hot path: choices in array order, per choice its ``Delta``, its
+  ``ToolCallFragment``s, its ``Finish``; then ``Usage``; then ``StreamError``
+  when the chunk has a non-empty ``error`` member; rare shapes go to
+  ``_delta``, ``_tool_calls``, ``_usage_and_error`` and ``_other``).  Anything
   else that is not JSON raises ``RemoteProtocolError`` (``strict=True``) or is
   skipped.  At end of stream: ``Done(sentinel=False)`` when every started
   choice has finished, else ``Truncated("eof-before-done")`` — unless the

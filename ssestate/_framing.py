@@ -4,9 +4,11 @@ Theory of operation
 -------------------
 Bytes come in through ``receive_data`` (``b""`` is end of stream) and are
 only appended to one ``bytearray``.  All work happens in ``next_event``: when
-its output queue is empty it runs one *step*, which takes every complete line
-out of the buffer at once, decodes them, interprets them and queues the
-events they dispatch.  Then it hands them out one per call.
+the events of the last step are all handed out it runs one *step*, which
+takes every complete line out of the buffer at once, decodes them,
+interprets them and lists the events they dispatch; an iterator over that
+list then hands them out one per call.  An owning ``ChatStream`` takes the
+whole list instead (``_take``), with plain "message" data as bare ``str``.
 
 * ``receive_data`` looks only at the bytes it appends (C-level ``find``
   from the old end of the buffer) and sets ``_ready`` when they hold a line
@@ -16,9 +18,9 @@ events they dispatch.  Then it hands them out one per call.
   scans.
 * A step finds the **last** line terminator with C-level ``rfind`` (from
   the end of the buffer: it lies in the bytes that arrived last).
-  Everything up to it is the *batch*; it leaves the buffer with one
-  ``del buf[:n]`` (which only moves the bytearray's start pointer) or is
-  swapped out whole.
+  Everything up to it is the *batch*: the buffer object itself becomes the
+  batch, and only the bytes after that terminator (at most about one chunk)
+  are copied into a new buffer.
 * The batch is decoded once, with replacement.  CR and LF never occur inside
   a UTF-8 sequence, so decoding complete lines gives the same text whatever
   the chunking, and a character split across chunks waits, undamaged, in the
@@ -27,9 +29,17 @@ events they dispatch.  Then it hands them out one per call.
   skipped when the batch holds no CR); a batch that ends in CR sets
   ``_skip_lf`` so that an LF starting the next data is swallowed, while the
   line itself is finished at once.
-* The line loop (``_lines``) is the hot path: a blank line dispatches, a
-  ``data:`` line is appended to the data list, a comment becomes a
-  ``Heartbeat``, and the other fields are read in its last branch.
+* A batch that starts at a block boundary is cut where a blank line is
+  followed by ``data: `` (``_blocks``, the hot path): each piece without a
+  line break is one event's data.  Everything else goes through the line
+  loop (``_lines``): a blank line dispatches, a ``data:`` line is appended
+  to the data list, a comment becomes a ``Heartbeat``, and the other fields
+  are read in its last branch.  A batch that is one large event alone is
+  decoded straight from the buffer.
+* ``max_event_size`` is checked per step from two numbers (the unterminated
+  tail, and the bytes of the open block); a batch that could break it is
+  checked line by line in bytes (``_oversize``), so the error comes at the
+  same place whatever the chunking.
 * Byte offsets are not tracked per line (that would cost every line).  The
   stream offset of the buffer start is kept; the few things that need the
   offset of a line inside a batch (the start of an unfinished block for
