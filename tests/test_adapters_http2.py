@@ -150,7 +150,10 @@ def hypercorn_server(*scripts: Script, tls: tuple[Path, Path] | None = None) -> 
 
     def main() -> None:
         asyncio.set_event_loop(loop)
-        loop.run_until_complete(serve(app, config, shutdown_trigger=stop.wait))  # type: ignore[arg-type]
+        # Cancelled when a client's pooled connection outlives the shutdown
+        # (Python 3.12+ waits for every connection in Server.wait_closed).
+        with contextlib.suppress(asyncio.CancelledError):
+            loop.run_until_complete(serve(app, config, shutdown_trigger=stop.wait))  # type: ignore[arg-type]
 
     thread = threading.Thread(target=main, name="hypercorn", daemon=True)
     thread.start()
@@ -158,9 +161,19 @@ def hypercorn_server(*scripts: Script, tls: tuple[Path, Path] | None = None) -> 
         yield f"{'https' if tls else 'http'}://127.0.0.1:{port}/v1", app
     finally:
         loop.call_soon_threadsafe(stop.set)
-        thread.join(10)
+        thread.join(2)
+        if thread.is_alive():
+            # Hypercorn is still waiting on a connection a client keeps in its
+            # pool: cancel everything the loop runs, then wait again.
+            loop.call_soon_threadsafe(_cancel_all, loop)
+            thread.join(10)
+        assert not thread.is_alive(), "hypercorn did not stop"
         loop.close()
-        assert not thread.is_alive()
+
+
+def _cancel_all(loop: asyncio.AbstractEventLoop) -> None:
+    for task in asyncio.all_tasks(loop):
+        task.cancel()
 
 
 H2C: dict[str, Any] = {"http2": True, "http1": False}  # cleartext HTTP/2 with prior knowledge
