@@ -73,8 +73,9 @@ FramingEvent = Union[ServerSentEvent, Heartbeat, Truncated]
 
 _BOM = b"\xef\xbb\xbf"
 _EXHAUSTED: Iterator[FramingEvent] = iter(())
-# A batch larger than this that holds a single data event is decoded without
-# an intermediate copy (it bounds peak memory on streams of large events).
+# A batch larger than this whose first line is longer still is read as a
+# batch of large events: each event's data is decoded alone (this bounds peak
+# memory and copying on streams of large events).
 _BIG = 4096
 _ONE_EVENT = bytearray(b"data: \n\n")
 _TERMINATOR = re.compile(rb"\r\n|\r|\n")
@@ -331,17 +332,13 @@ class EventStreamParser:
         self._batch_has_data = bool(self._data)
         size = len(batch)
         self._offset += size
-        if size > _BIG and not was_open and _one_data_event(batch):
-            # One large event alone: decode its data straight from the batch,
-            # without first decoding the whole batch and then slicing it.
-            with memoryview(batch) as view:
-                value = str(view[6 : size - 2], "utf-8", "replace")
-            # Keep a stand-in with the same line structure, not the bytes
-            # (for _item_offset): the large event is held once, as its data.
-            self._batch = _ONE_EVENT
-            self._batch_base += size - len(_ONE_EVENT)
-            self._out.append(value if self._raw else _new_event("message", value, self._id_buf, None))
-            self.last_event_id = self._id_buf
+        if (
+            size > _BIG
+            and not was_open
+            and batch.find(b"\n", 0, _BIG) < 0
+            and batch.find(b"\r") < 0
+            and self._large_events(batch)
+        ):
             return
         text = batch.decode("utf-8", "replace")
         if "\r" in text:
@@ -360,6 +357,33 @@ class EventStreamParser:
                 while lines[k][:1] == ":":
                     k += 1
                 self._block_start = self._line_offset(k)
+
+    def _large_events(self, batch: bytearray) -> bool:
+        """Dispatch a batch made only of one-line ``data:`` events, each
+        followed by a blank line, straight from its bytes: each event's data
+        is decoded once, and the batch is never decoded or split whole (which
+        for large events would mean several copies of each, at up to four
+        bytes a character).  Returns False, dispatching nothing, when the
+        batch holds anything else."""
+        size = len(batch)
+        values = []
+        start = 0
+        with memoryview(batch) as view:
+            while start < size:
+                end = batch.find(b"\n", start)  # found: a batch ends with a terminator
+                if not batch.startswith(b"data: ", start) or end + 1 >= size or batch[end + 1] != 0x0A:
+                    return False
+                values.append(str(view[start + 6 : end], "utf-8", "replace"))
+                start = end + 2
+        if len(values) == 1:
+            # Keep a stand-in with the same line structure, not the bytes
+            # (for _item_offset): the large event is held once, as its data.
+            self._batch = _ONE_EVENT
+            self._batch_base += size - len(_ONE_EVENT)
+        ident = self._id_buf
+        self._out.extend(values if self._raw else [_new_event("message", v, ident, None) for v in values])
+        self.last_event_id = ident
+        return True
 
     def _blocks(self, text: str) -> None:
         """Interpret text that starts at a block boundary: the hot path.
@@ -499,17 +523,6 @@ class EventStreamParser:
             elif line[0] == ":":
                 marks.append(k)
         return self._line_offset(marks[nth])
-
-
-def _one_data_event(batch: bytearray) -> bool:
-    """Whether ``batch`` is exactly ``data: <one line>`` and a blank line."""
-    last = len(batch) - 2
-    return (
-        batch.startswith(b"data: ")
-        and batch.find(b"\n", 6) == last
-        and batch[last + 1] == 0x0A
-        and (batch.find(b"\r", 6) < 0)
-    )
 
 
 def _split_lines(text: str) -> list[str]:

@@ -46,3 +46,19 @@ def test_a_large_chunk_alone_in_its_batch_is_a_chunk_like_any_other() -> None:
     body = b'data: {"choices":[{"index":0,"delta":{"content":"' + BIG.encode() + b'"}}]}\n\n'
     for name, chunks in [("whole", [body]), ("two", [body[:100], body[100:]])]:
         assert run(chunks)[0] == Delta(0, BIG), name
+
+
+def test_several_large_events_in_one_batch() -> None:
+    big = b'data: {"choices":[{"index":0,"delta":{"content":"' + BIG.encode() + b'"}}]}\n\n'
+    bad = b"data: " + BIG.encode() + b"\n\n"
+    body = big + big + bad
+    for name, chunks in [
+        ("whole", [body]),
+        ("two", [big, big + bad]),
+        ("bytes", [body[i : i + 1] for i in range(0, 200)] + [body[200:]]),
+    ]:
+        got = run(chunks)
+        assert got[:2] == [Delta(0, BIG), Delta(0, BIG)], name
+        message, offset = got[2]
+        assert offset == len(body) - 1, name
+        assert f"ends at byte {offset} is not JSON" in message, name
