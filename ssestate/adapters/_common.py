@@ -55,9 +55,8 @@ The loop, with the driver
             raise driver.timeout_error(clock()))
         except <transport error or StreamTimeout> as exc:
             close the connection
-            delay = driver.on_failure(exc, clock())
-            if delay is None: raise
-            sleep(delay); continue
+            sleep(driver.retry_open(failure, exc, clock()))   # raises when no retry is left
+            continue
         delay = driver.on_response(status, header_pairs, clock())
         if delay is not None:                     # e.g. 429, 503: try again
             close the connection; sleep(delay); continue
@@ -65,11 +64,10 @@ The loop, with the driver
             try:
                 data = read what is there (read1 / iter_raw / receive_some),
                        bounded by driver.read_timeout(clock())
-            except timeout:      exc = driver.timeout_error(clock())  -> as below
-            except <transport error> as exc:
-                delay = driver.on_failure(exc, clock())
+            except <transport error or timeout> as exc:  (failure: a library
+                                  timeout becomes driver.timeout_error(clock()))
+                delay = driver.retry_read(failure, exc, clock())  # raises an unretried timeout
                 if delay is not None: close; sleep(delay); continue outer loop
-                if isinstance(exc, StreamTimeout): raise exc
                 data = b""                        # the body ended early: Truncated
             driver.feed(data, clock())            # b"" is end of body
             while (event := driver.next_event(clock())) is not None:
@@ -88,8 +86,9 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from collections.abc import Iterable, Mapping
-from typing import Any, Union
+from collections.abc import AsyncGenerator, Generator, Iterable, Mapping
+from types import TracebackType
+from typing import Any, NoReturn, TypeVar, Union
 from urllib.parse import urlsplit
 
 from .._chat import ChatStream
@@ -98,7 +97,16 @@ from .._retry import Phase, RetryPolicy, StreamTimeout
 from .._stats import StatsRecorder, StreamStats
 from .._util import CLOSED, Sentinel
 
-__all__ = ["CallSurface", "ChatRequest", "HeaderInput", "StreamDriver", "build_request", "header_pairs"]
+__all__ = [
+    "AsyncCall",
+    "BlockingCall",
+    "CallSurface",
+    "ChatRequest",
+    "HeaderInput",
+    "StreamDriver",
+    "build_request",
+    "header_pairs",
+]
 
 HeaderInput = Union[Mapping[str, str], Iterable[tuple[str, str]]]
 
@@ -311,6 +319,24 @@ class StreamDriver:
             self.close(now)
         return delay
 
+    def retry_open(self, failure: BaseException, cause: BaseException, now: float) -> float:
+        """Opening the attempt (connect, request, head) failed with
+        ``failure`` (``cause`` as the transport raised it): the seconds to
+        wait before the next attempt, or ``failure`` raised when none is left."""
+        delay = self.on_failure(failure, now)
+        if delay is None:
+            _reraise(failure, cause)
+        return delay
+
+    def retry_read(self, failure: BaseException, cause: BaseException, now: float) -> float | None:
+        """Reading the body failed: the seconds to wait before the next
+        attempt; None when the body just ended early (feed ``b""``, so that
+        ``Truncated`` follows); a ``StreamTimeout`` no retry covers is raised."""
+        delay = self.on_failure(failure, now)
+        if delay is None and isinstance(failure, StreamTimeout):
+            _reraise(failure, cause)
+        return delay
+
     # -- timeouts -------------------------------------------------------------
 
     @property
@@ -426,3 +452,78 @@ class CallSurface:
     def machine(self) -> ChatStream | None:
         """The ``ChatStream`` of the response being read (for its metadata)."""
         return self._driver.machine
+
+
+_S = TypeVar("_S", bound="BlockingCall")
+_A = TypeVar("_A", bound="AsyncCall")
+
+
+class BlockingCall(CallSurface):
+    """A blocking call object: context manager and iterator of the events
+    its ``_run()`` generator yields, started on the first ``next()``."""
+
+    _events: Generator[ChatEvent, None, None] | None
+    _closed: bool
+
+    def _run(self) -> Generator[ChatEvent, None, None]:
+        raise NotImplementedError
+
+    def close(self) -> None:
+        raise NotImplementedError
+
+    def __enter__(self: _S) -> _S:
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+    def __iter__(self: _S) -> _S:
+        return self
+
+    def __next__(self) -> ChatEvent:
+        if self._events is None:
+            if self._closed:
+                raise StopIteration
+            self._events = self._run()
+        return next(self._events)
+
+
+class AsyncCall(CallSurface):
+    """An async call object: async context manager and async iterator of
+    the events its ``_run()`` async generator yields."""
+
+    _events: AsyncGenerator[ChatEvent, None] | None
+    _closed: bool
+
+    def _run(self) -> AsyncGenerator[ChatEvent, None]:
+        raise NotImplementedError
+
+    async def aclose(self) -> None:
+        raise NotImplementedError
+
+    async def __aenter__(self: _A) -> _A:
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.aclose()
+
+    def __aiter__(self: _A) -> _A:
+        return self
+
+    async def __anext__(self) -> ChatEvent:
+        if self._events is None:
+            if self._closed:
+                raise StopAsyncIteration
+            self._events = self._run()
+        return await self._events.__anext__()
+
+
+def _reraise(failure: BaseException, cause: BaseException) -> NoReturn:
+    """Raise ``failure``; chained to ``cause`` when a timeout replaced it."""
+    if failure is cause:
+        raise failure
+    raise failure from cause

@@ -63,7 +63,6 @@ import math
 import socket
 import time
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Generator, Iterator, Mapping
-from types import TracebackType
 from typing import Any, overload
 
 try:
@@ -78,7 +77,7 @@ from .._events import ChatEvent, Done
 from .._framing import EventStreamParser, FramingEvent
 from .._retry import RetryPolicy, StreamTimeout
 from .._util import CLOSED, Sentinel
-from ._common import CallSurface, ChatRequest, HeaderInput, StreamDriver, build_request
+from ._common import AsyncCall, BlockingCall, CallSurface, ChatRequest, HeaderInput, StreamDriver, build_request
 
 __all__ = ["DEFAULT_RETRY", "AsyncHttpxCall", "HttpxCall", "aiter_events", "astream_chat", "iter_events", "stream_chat"]
 
@@ -337,7 +336,7 @@ class _CallBase(CallSurface):
         return None
 
 
-class HttpxCall(_CallBase):
+class HttpxCall(_CallBase, BlockingCall):
     """One streamed chat call on an ``httpx.Client``: a context manager and
     an iterator of events.
 
@@ -356,24 +355,6 @@ class HttpxCall(_CallBase):
         self._chunks: Iterator[bytes] | None = None
         self._restore: Callable[[], None] | None = None
         self._events: Generator[ChatEvent, None, None] | None = None
-
-    def __enter__(self) -> HttpxCall:
-        return self
-
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.close()
-
-    def __iter__(self) -> HttpxCall:
-        return self
-
-    def __next__(self) -> ChatEvent:
-        if self._events is None:
-            if self._closed:
-                raise StopIteration
-            self._events = self._run()
-        return next(self._events)
 
     def close(self) -> None:
         """Close the response (and its connection, see the module
@@ -399,13 +380,7 @@ class HttpxCall(_CallBase):
                     response = self._open()
                 except (StreamTimeout, *_TRANSPORT_ERRORS) as exc:
                     self._disconnect()
-                    failure = self._failure(exc)
-                    delay = driver.on_failure(failure, clock())
-                    if delay is None:
-                        if failure is exc:
-                            raise
-                        raise failure from exc
-                    time.sleep(delay)
+                    time.sleep(driver.retry_open(self._failure(exc), exc, clock()))
                     continue
                 delay = self._accept(response)
                 if delay is not None:  # a retryable status: its body is not read
@@ -418,14 +393,9 @@ class HttpxCall(_CallBase):
                     try:
                         data = self._read()
                     except (StreamTimeout, *_TRANSPORT_ERRORS) as exc:
-                        failure = self._failure(exc)
-                        delay = driver.on_failure(failure, clock())
+                        delay = driver.retry_read(self._failure(exc), exc, clock())
                         if delay is not None:
                             break
-                        if isinstance(failure, StreamTimeout):
-                            if failure is exc:
-                                raise
-                            raise failure from exc
                         data = b""  # the body was cut short: Truncated follows
                     driver.feed(data, clock())
                     while (event := driver.next_event(clock())) is not None:
@@ -535,7 +505,7 @@ def _bound_reads(response: httpx.Response, driver: StreamDriver) -> Callable[[],
     return restore
 
 
-class AsyncHttpxCall(_CallBase):
+class AsyncHttpxCall(_CallBase, AsyncCall):
     """One streamed chat call on an ``httpx.AsyncClient``: an async context
     manager and an async iterator of events (see ``HttpxCall``)."""
 
@@ -551,24 +521,6 @@ class AsyncHttpxCall(_CallBase):
         self._client = client
         self._chunks: AsyncIterator[bytes] | None = None
         self._events: AsyncGenerator[ChatEvent, None] | None = None
-
-    async def __aenter__(self) -> AsyncHttpxCall:
-        return self
-
-    async def __aexit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        await self.aclose()
-
-    def __aiter__(self) -> AsyncHttpxCall:
-        return self
-
-    async def __anext__(self) -> ChatEvent:
-        if self._events is None:
-            if self._closed:
-                raise StopAsyncIteration
-            self._events = self._run()
-        return await self._events.__anext__()
 
     async def aclose(self) -> None:
         """Close the response (and its connection, see the module
@@ -591,13 +543,7 @@ class AsyncHttpxCall(_CallBase):
                     response = await self._open()
                 except (StreamTimeout, *_TRANSPORT_ERRORS) as exc:
                     await self._shielded_disconnect()
-                    failure = self._failure(exc)
-                    delay = driver.on_failure(failure, clock())
-                    if delay is None:
-                        if failure is exc:
-                            raise
-                        raise failure from exc
-                    await anyio.sleep(delay)
+                    await anyio.sleep(driver.retry_open(self._failure(exc), exc, clock()))
                     continue
                 delay = self._accept(response)
                 if delay is not None:  # a retryable status: its body is not read
@@ -609,14 +555,9 @@ class AsyncHttpxCall(_CallBase):
                     try:
                         data = await self._read()
                     except (StreamTimeout, *_TRANSPORT_ERRORS) as exc:
-                        failure = self._failure(exc)
-                        delay = driver.on_failure(failure, clock())
+                        delay = driver.retry_read(self._failure(exc), exc, clock())
                         if delay is not None:
                             break
-                        if isinstance(failure, StreamTimeout):
-                            if failure is exc:
-                                raise
-                            raise failure from exc
                         data = b""  # the body was cut short: Truncated follows
                     driver.feed(data, clock())
                     while (event := driver.next_event(clock())) is not None:

@@ -35,7 +35,6 @@ import socket
 import ssl
 import time
 from collections.abc import Generator, Iterator, Mapping
-from types import TracebackType
 from typing import Any, Protocol, overload
 
 from .._chat import ChatStream
@@ -43,7 +42,7 @@ from .._events import ChatEvent, Done
 from .._framing import EventStreamParser, FramingEvent
 from .._retry import RetryPolicy, StreamTimeout
 from .._util import CLOSED, Sentinel
-from ._common import CallSurface, ChatRequest, HeaderInput, StreamDriver, build_request
+from ._common import BlockingCall, ChatRequest, HeaderInput, StreamDriver, build_request
 
 __all__ = ["DEFAULT_RETRY", "SyncCall", "iter_events", "stream_chat"]
 
@@ -138,7 +137,7 @@ def stream_chat(  # noqa: PLR0917 - the positional order SPEC §7 fixes
     return SyncCall(request, driver, ssl_context=ssl_context, chunk_size=chunk_size)
 
 
-class SyncCall(CallSurface):
+class SyncCall(BlockingCall):
     """One streamed chat call: a context manager and an iterator of events.
 
     Iteration may raise ``StreamTimeout``, the connection error that ended
@@ -167,24 +166,6 @@ class SyncCall(CallSurface):
         self._events: Generator[ChatEvent, None, None] | None = None
         self._closed = False
 
-    def __enter__(self) -> SyncCall:
-        return self
-
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.close()
-
-    def __iter__(self) -> SyncCall:
-        return self
-
-    def __next__(self) -> ChatEvent:
-        if self._events is None:
-            if self._closed:
-                raise StopIteration
-            self._events = self._run()
-        return next(self._events)
-
     def close(self) -> None:
         """Close the connection and stop iterating (idempotent)."""
         self._closed = True
@@ -210,13 +191,7 @@ class SyncCall(CallSurface):
                     response = self._open()
                 except (StreamTimeout, *_TRANSPORT_ERRORS) as exc:
                     self._disconnect()
-                    failure = self._failure(exc)
-                    delay = driver.on_failure(failure, clock())
-                    if delay is None:
-                        if failure is exc:
-                            raise
-                        raise failure from exc
-                    time.sleep(delay)
+                    time.sleep(driver.retry_open(self._failure(exc), exc, clock()))
                     continue
                 delay = driver.on_response(response.status, response.getheaders(), clock())
                 if delay is not None:  # a retryable status: its body is not read
@@ -228,14 +203,9 @@ class SyncCall(CallSurface):
                         self._arm()
                         data = response.read1(self._chunk_size)
                     except (StreamTimeout, *_TRANSPORT_ERRORS) as exc:
-                        failure = self._failure(exc)
-                        delay = driver.on_failure(failure, clock())
+                        delay = driver.retry_read(self._failure(exc), exc, clock())
                         if delay is not None:
                             break
-                        if isinstance(failure, StreamTimeout):
-                            if failure is exc:
-                                raise
-                            raise failure from exc
                         data = b""  # the body was cut short: Truncated follows
                     driver.feed(data, clock())
                     while (event := driver.next_event(clock())) is not None:

@@ -38,7 +38,6 @@ from __future__ import annotations
 import math
 import ssl
 from collections.abc import AsyncGenerator, Mapping
-from types import TracebackType
 from typing import Any
 
 try:
@@ -49,7 +48,7 @@ except ImportError as exc:  # pragma: no cover - depends on the environment
 
 from .._events import ChatEvent
 from .._retry import RetryPolicy, StreamTimeout
-from ._common import CallSurface, ChatRequest, HeaderInput, StreamDriver, build_request
+from ._common import AsyncCall, ChatRequest, HeaderInput, StreamDriver, build_request
 
 __all__ = ["DEFAULT_RETRY", "TrioCall", "stream_chat"]
 
@@ -104,7 +103,7 @@ def stream_chat(  # noqa: PLR0917 - the positional order SPEC §7 fixes
     return TrioCall(request, driver, ssl_context=ssl_context, receive_size=receive_size)
 
 
-class TrioCall(CallSurface):
+class TrioCall(AsyncCall):
     """One streamed chat call: an async context manager and an async
     iterator of events.
 
@@ -133,24 +132,6 @@ class TrioCall(CallSurface):
         self._events: AsyncGenerator[ChatEvent, None] | None = None
         self._closed = False
 
-    async def __aenter__(self) -> TrioCall:
-        return self
-
-    async def __aexit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        await self.aclose()
-
-    def __aiter__(self) -> TrioCall:
-        return self
-
-    async def __anext__(self) -> ChatEvent:
-        if self._events is None:
-            if self._closed:
-                raise StopAsyncIteration
-            self._events = self._run()
-        return await self._events.__anext__()
-
     async def aclose(self) -> None:
         """Close the connection and stop iterating (idempotent)."""
         self._closed = True
@@ -173,10 +154,7 @@ class TrioCall(CallSurface):
                     head = await self._open()
                 except (StreamTimeout, *_TRANSPORT_ERRORS) as exc:
                     await self._disconnect()
-                    delay = driver.on_failure(exc, clock())
-                    if delay is None:
-                        raise
-                    await trio.sleep(delay)
+                    await trio.sleep(driver.retry_open(exc, exc, clock()))
                     continue
                 pairs = [(name.decode("latin-1"), value.decode("latin-1")) for name, value in head.headers.raw_items()]
                 delay = driver.on_response(head.status_code, pairs, clock())
@@ -188,11 +166,9 @@ class TrioCall(CallSurface):
                     try:
                         data = await self._receive()
                     except (StreamTimeout, *_TRANSPORT_ERRORS) as exc:
-                        delay = driver.on_failure(exc, clock())
+                        delay = driver.retry_read(exc, exc, clock())
                         if delay is not None:
                             break
-                        if isinstance(exc, StreamTimeout):
-                            raise
                         data = b""  # the body was cut short: Truncated follows
                     driver.feed(data, clock())
                     while (event := driver.next_event(clock())) is not None:
