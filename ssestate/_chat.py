@@ -7,7 +7,9 @@ its output) with a chunk interpreter.  While the stream is live its
 ``receive_data`` *is* the parser's, so bytes reach the buffer without an
 extra call; afterwards (``[DONE]``, end of body, an error) bytes go to
 ``_receive``, through a weak reference so that no cycle forms.
-``next_event`` answers ``NEED_DATA`` at once until the parser has work, then
+``next_event`` is a C-level callable answering ``NEED_DATA`` until the
+parser has work (the parser wakes the stream through ``_waker``, which
+stores the bound ``_next_event`` in the slot, as the parser does for itself), then
 takes everything one parser step produced (``_take``: the data of plain
 "message" events as bare ``str``, other events as objects) and interprets it
 in one loop (``_feed``), queueing chat events in wire order for an iterator
@@ -60,7 +62,7 @@ from ._events import (
     _fast,
 )
 from ._framing import DEFAULT_MAX_EVENT_SIZE, EventStreamParser
-from ._util import CLOSED, NEED_DATA, LocalProtocolError, RemoteProtocolError, Sentinel
+from ._util import CLOSED, ENDED, IDLE, NEED_DATA, LocalProtocolError, RemoteProtocolError, Sentinel, fresh, unusable
 
 __all__ = ["ChatStream"]
 
@@ -95,9 +97,13 @@ class ChatStream:
         receive_data: ``receive_data(data)`` appends bytes of the body;
             ``b""`` marks its end (and may repeat).  While the stream is live
             this is its parser's own method, so feeding costs no extra call.
+        next_event: ``next_event()`` returns the next chat event,
+            ``NEED_DATA`` or ``CLOSED`` (see ``_next_event``); while there is
+            nothing to do it is a C-level callable answering ``NEED_DATA``.
     """
 
     receive_data: Callable[[bytes | bytearray | memoryview], None]
+    next_event: Callable[[], ChatEvent | Sentinel]
 
     __slots__ = (
         "__weakref__",
@@ -119,6 +125,7 @@ class ChatStream:
         "content_type",
         "created",
         "model",
+        "next_event",
         "receive_data",
         "response_id",
         "status_code",
@@ -147,6 +154,8 @@ class ChatStream:
         self._live = self._streaming
         self._parser = EventStreamParser(max_event_size)
         self._parser._raw = True  # plain "message" events come as their data str
+        self._parser._host = _waker(self)
+        self.next_event = IDLE  # until there is work (see _wake)
         # A live stream's bytes go straight to its parser, with no call in
         # between; other bytes go to _receive (see _stop).
         self.receive_data = self._parser.receive_data if self._streaming else _receiver(self)
@@ -173,6 +182,7 @@ class ChatStream:
             raise LocalProtocolError(f"stream unusable after an earlier error: {self._poisoned}")
         if not data:
             self._eof = True
+            self._wake()
             return
         if self._eof:
             raise LocalProtocolError(f"receive_data() got {len(data)} bytes after end of stream")
@@ -187,6 +197,13 @@ class ChatStream:
                 f"at byte {len(self._body)} (status {self.status_code}, {self.content_type!r})",
                 len(self._body),
             )
+            self._wake()
+
+    def _wake(self) -> None:
+        """There is work: make ``next_event`` the method that does it.  While
+        there is none it is a C-level callable that returns ``NEED_DATA``;
+        the parser calls this (through ``_waker``) when a line ends."""
+        self.next_event = self._next_event
 
     def _stop(self) -> None:
         """The stream is no longer live (``[DONE]``, the end of the body, an
@@ -195,7 +212,7 @@ class ChatStream:
         self._eof = self._eof or self._parser._eof
         self.receive_data = _receiver(self)
 
-    def next_event(self) -> ChatEvent | Sentinel:
+    def _next_event(self) -> ChatEvent | Sentinel:
         """Return the next chat event, ``NEED_DATA`` or ``CLOSED``.
 
         Raises:
@@ -210,31 +227,35 @@ class ChatStream:
             return event
         parser = self._parser
         if self._live and not parser._ready:
-            return NEED_DATA  # no line ended since the last call: nothing to do
+            self.next_event = IDLE  # no line ended since the last call: nothing to do
+            return NEED_DATA
         out: list[ChatEvent] = []
         self._out = out
         while not out:
-            if self._poisoned is not None:
-                raise LocalProtocolError(f"stream unusable after an earlier error: {self._poisoned}")
             if self._pending_error is not None:
                 self._poisoned = str(self._pending_error)
-                raise self._pending_error
+                self.next_event = unusable("stream", self._poisoned)
+                raise fresh(self._pending_error)
             if self._done or not self._streaming:
                 if not self._eof:
+                    self.next_event = IDLE  # until _receive sees the end of the body
                     return NEED_DATA
                 if not self._done:
                     self._done = True
                     self._read_body()
                     continue
+                self.next_event = ENDED
                 return CLOSED
             items = parser._take()
             if items:
                 self._feed(items)
             elif parser._pending_error is not None:
                 self._poisoned = str(parser._pending_error)
+                self.next_event = unusable("stream", self._poisoned)
                 self._stop()
-                raise parser._pending_error
+                raise fresh(parser._pending_error)
             elif not parser._closed:
+                self.next_event = IDLE  # until the parser wakes this stream
                 return NEED_DATA
             else:  # the body ended without [DONE]
                 self._done = True
@@ -367,10 +388,11 @@ class ChatStream:
             return True
         if not text:
             return False
+        failure = None  # why it is not JSON (kept as text: the exception's frames would hold self)
         try:
             value = json.loads(text)
         except (ValueError, RecursionError) as exc:
-            value = exc
+            value, failure = None, str(exc)
         if type(value) is dict and (event != "error" or value.get("error")):
             # A chunk (an error member included) with whitespace around it.
             self._feed([text])
@@ -379,10 +401,10 @@ class ChatStream:
             if type(value) is dict:
                 self._out.append(_stream_error(None, value, value, data))
             else:
-                self._out.append(StreamError(None, None, text, None, data if isinstance(value, Exception) else value))
+                self._out.append(StreamError(None, None, text, None, data if failure is not None else value))
             return False
-        if isinstance(value, Exception):
-            problem = f"is not JSON ({value})"
+        if failure is not None:
+            problem = f"is not JSON ({failure})"
         else:
             problem = f"is JSON but not an object ({type(value).__name__})"
         if not self.strict:
@@ -494,6 +516,19 @@ class ChatStream:
         chunk["choices"] = stream
         self._feed([json.dumps(chunk)])
         self._out.append(Done(False))
+
+
+def _waker(stream: ChatStream) -> Callable[[], None]:
+    """``stream._wake`` for its parser, holding the stream weakly (the stream
+    holds the parser)."""
+    ref = weakref.ref(stream)
+
+    def wake() -> None:
+        alive = ref()
+        if alive is not None:
+            alive.next_event = alive._next_event
+
+    return wake
 
 
 def _receiver(stream: ChatStream) -> Callable[[bytes | bytearray | memoryview], None]:

@@ -10,12 +10,18 @@ interprets them and lists the events they dispatch; an iterator over that
 list then hands them out one per call.  An owning ``ChatStream`` takes the
 whole list instead (``_take``), with plain "message" data as bare ``str``.
 
-* ``receive_data`` looks only at the bytes it appends (C-level ``find``
-  from the old end of the buffer) and sets ``_ready`` when they hold a line
+* ``receive_data`` looks only at the bytes it appends (``10 in data``, a
+  C-level ``memchr`` over the chunk; other bytes-like objects are copied to
+  ``bytes`` first) and wakes the parser (``_wake``) when they hold a line
   terminator or push the unfinished event past ``max_event_size``.  Until
-  then ``next_event`` answers ``NEED_DATA`` at once, so a line that arrives
-  in a million pieces costs a million appends and one scan, not a million
-  scans.
+  then ``next_event`` is not even a method: it is a C-level callable that
+  returns ``NEED_DATA`` (``_util.IDLE``), so a line that arrives in a
+  million pieces costs a million appends and one scan, and no Python frame
+  for the million ``next_event`` calls in between.  Waking stores the bound
+  method ``_next_event`` in the ``next_event`` slot; it is swapped back to
+  the idle callable when the events run out (to ``ENDED`` once ``CLOSED``,
+  to a raiser after an error), so a parser that is not in the middle of
+  handing out events holds no reference to itself.
 * A step finds the **last** line terminator with C-level ``rfind`` (from
   the end of the buffer: it lies in the bytes that arrived last).
   Everything up to it is the *batch*: the buffer object itself becomes the
@@ -56,11 +62,11 @@ for BOM, skipped LF, end of stream and errors.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Union, cast
 
 from ._events import Heartbeat, ServerSentEvent, Truncated, _fast
-from ._util import CLOSED, NEED_DATA, LocalProtocolError, RemoteProtocolError, Sentinel
+from ._util import CLOSED, ENDED, IDLE, NEED_DATA, LocalProtocolError, RemoteProtocolError, Sentinel, fresh, unusable
 
 __all__ = ["DEFAULT_MAX_EVENT_SIZE", "EventStreamParser", "FramingEvent"]
 
@@ -94,9 +100,14 @@ class EventStreamParser:
         last_event_id: the "last event ID string": the id buffer as it stood
             when the latest blank line ended a block.
         retry: the latest valid ``retry`` value seen, else None.
+        next_event: ``next_event()`` returns the next event, ``NEED_DATA``
+            or ``CLOSED`` (see ``_next_event``).  It is an attribute, not a
+            method: while there is nothing to do it holds a C-level callable
+            that answers ``NEED_DATA`` without a Python frame.
     """
 
     __slots__ = (
+        "__weakref__",
         "_accepting",
         "_batch",
         "_batch_base",
@@ -107,6 +118,7 @@ class EventStreamParser:
         "_closed",
         "_data",
         "_eof",
+        "_host",
         "_id_buf",
         "_offset",
         "_open",
@@ -122,8 +134,11 @@ class EventStreamParser:
         "_type",
         "last_event_id",
         "max_event_size",
+        "next_event",
         "retry",
     )
+
+    next_event: Callable[[], FramingEvent | Sentinel]
 
     def __init__(self, max_event_size: int = DEFAULT_MAX_EVENT_SIZE) -> None:
         if max_event_size < 1:
@@ -141,6 +156,9 @@ class EventStreamParser:
         # next_event has something to do: bytes that end a line arrived, the
         # limit broke, the stream ended, or an error waits to be raised.
         self._ready = False
+        self.next_event = IDLE
+        # An owning ChatStream's wake-up call (see _wake).
+        self._host: Callable[[], None] | None = None
         self._room = max_event_size  # bytes the buffer may hold before the limit breaks
         self._eof = False
         self._accepting = True  # neither end of stream nor an error yet
@@ -165,14 +183,17 @@ class EventStreamParser:
 
     def receive_data(self, data: bytes | bytearray | memoryview) -> None:
         """Append bytes of the stream; ``b""`` marks its end (may repeat)."""
-        if data and self._accepting:
+        if data.__class__ is bytes and data and self._accepting:
             buf = self._buf
-            seen = len(buf)
             buf += data
             # Wake the next step only when it has work: a line terminator
             # arrived, or the unfinished event just outgrew the limit.
-            if not self._ready and (buf.find(b"\n", seen) >= 0 or buf.find(b"\r", seen) >= 0 or len(buf) > self._room):
-                self._ready = True
+            if not self._ready and (10 in data or 13 in data or len(buf) > self._room):
+                self._wake()
+            return
+        if data and self._accepting:
+            # `in` with an int looks for a byte only in bytes and bytearray.
+            self.receive_data(bytes(data))
             return
         if self._poisoned is not None:
             raise LocalProtocolError(f"parser unusable after an earlier error: {self._poisoned}")
@@ -182,10 +203,23 @@ class EventStreamParser:
                 f"(stream ended at byte {self._offset + len(self._buf)})",
                 self._offset + len(self._buf),
             )
-        self._eof = self._ready = True
-        self._accepting = False
+        if self._accepting:
+            self._eof = True
+            self._accepting = False
+            self._wake()
 
-    def next_event(self) -> FramingEvent | Sentinel:
+    def _wake(self) -> None:
+        """There is work for the next step: make ``next_event`` the method
+        that runs it (while idle it is a C-level callable that returns
+        ``NEED_DATA``, the cheapest answer to the commonest call).  An owning
+        ChatStream reads through ``_take`` and is woken instead."""
+        self._ready = True
+        if self._host is None:
+            self.next_event = self._next_event
+        else:
+            self._host()
+
+    def _next_event(self) -> FramingEvent | Sentinel:
         """Return the next event, ``NEED_DATA`` or ``CLOSED``.
 
         Raises:
@@ -198,14 +232,15 @@ class EventStreamParser:
         for event in self._queue:  # what the latest step produced, not yet handed out
             return event
         if not self._ready:
+            self.next_event = IDLE  # until _wake
             return NEED_DATA
-        if self._poisoned is not None:
-            raise LocalProtocolError(f"parser unusable after an earlier error: {self._poisoned}")
         if self._pending_error is not None:
             self._poisoned = str(self._pending_error)
             self._accepting = False
-            raise self._pending_error
+            self.next_event = unusable("parser", self._poisoned)
+            raise fresh(self._pending_error)
         if self._closed:
+            self.next_event = ENDED
             return CLOSED
         out: list[FramingEvent | str] = []
         self._out = out
@@ -214,7 +249,7 @@ class EventStreamParser:
         self._queue = queue = iter(cast("list[FramingEvent]", out))
         for event in queue:
             return event
-        return self.next_event() if self._pending_error or self._closed else NEED_DATA
+        return self._next_event()
 
     def _take(self) -> list[FramingEvent | str]:
         """Run one step if it has work and hand over all it produced: the

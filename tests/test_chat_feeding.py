@@ -8,7 +8,7 @@ import weakref
 
 from helpers import feed_all
 
-from ssestate import CLOSED, NEED_DATA, ChatStream, Delta, Done, Finish, LocalProtocolError
+from ssestate import CLOSED, NEED_DATA, ChatStream, Delta, Done, Finish, LocalProtocolError, RemoteProtocolError
 
 HI = b'data: {"choices":[{"index":0,"delta":{"content":"hi"},"finish_reason":null}]}\n\n'
 STOP = b'data: {"choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}\n\n'
@@ -45,16 +45,28 @@ def test_done_and_end_of_body_in_one_go() -> None:
 
 
 def test_a_stream_is_freed_without_the_cycle_collector() -> None:
-    for status, content_type in [(200, "text/event-stream"), (500, "application/json")]:
+    cases = [
+        (200, "text/event-stream", HI + b"data: [DONE]\n\n"),
+        (500, "application/json", HI + b"data: [DONE]\n\n"),
+        (200, "text/event-stream", HI),
+        (200, "text/event-stream", HI + b"data: not json\n\n"),  # raised, then unusable
+        (200, "text/event-stream", HI + STOP + b"\n"),
+    ]
+    for status, content_type, body in cases:
         gc.disable()
         try:
             stream = ChatStream(status, content_type)
-            stream.receive_data(HI + b"data: [DONE]\n\n")
-            while stream.next_event() is not NEED_DATA:
+            stream.receive_data(body)
+            if body.endswith(b"\n\n\n"):
+                stream.receive_data(b"")  # drained to CLOSED
+            try:
+                while stream.next_event() not in (NEED_DATA, CLOSED):
+                    pass
+            except RemoteProtocolError:
                 pass
             ref = weakref.ref(stream)
             del stream
-            assert ref() is None, (status, content_type)
+            assert ref() is None, (status, content_type, body)
         finally:
             gc.enable()
 
@@ -65,3 +77,33 @@ def test_a_feeder_kept_after_its_stream_is_gone_does_nothing() -> None:
     del stream
     gc.collect()
     feed(b"x")  # no stream to feed any more: nothing happens
+
+
+def test_a_live_feeder_kept_after_its_stream_is_gone_does_nothing() -> None:
+    # While live, receive_data is the parser's own method: a line that ends
+    # would wake the stream, which is gone.
+    stream = ChatStream()
+    feed = stream.receive_data
+    del stream
+    gc.collect()
+    feed(HI)
+    feed(b"")
+
+
+def test_next_event_costs_no_frame_while_idle_and_holds_no_cycle() -> None:
+    stream = ChatStream()
+    assert stream.next_event() is NEED_DATA
+    idle = stream.next_event
+    assert not hasattr(idle, "__code__") and not hasattr(idle, "__func__")  # a C-level callable
+    stream.receive_data(HI[:10])
+    assert stream.next_event is idle  # no line ended: still nothing to do
+    stream.receive_data(HI[10:])
+    assert stream.next_event == stream._next_event  # a line ended: woken
+    assert stream.next_event() == Delta(0, "hi")
+    assert stream.next_event() is NEED_DATA
+    assert stream.next_event is idle
+    stream.receive_data(STOP)
+    stream.receive_data(b"")
+    assert feed_all(stream, []) == [Finish(0, "stop"), Done(False), CLOSED]
+    assert not hasattr(stream.next_event, "__func__")  # closed for good: no bound method either
+    assert stream.next_event() is CLOSED

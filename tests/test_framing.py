@@ -13,6 +13,8 @@ when an event becomes available, the sentinels, and the errors.
 from __future__ import annotations
 
 import dataclasses
+import gc
+import weakref
 from typing import Any
 
 import pytest
@@ -584,3 +586,38 @@ def test_parsed_events_are_genuine_frozen_values() -> None:
         event.data = "b"  # type: ignore[misc]
     with pytest.raises(dataclasses.FrozenInstanceError):
         beat.comment = "d"  # type: ignore[misc]
+
+
+def test_next_event_costs_no_frame_while_idle_and_holds_no_cycle() -> None:
+    parser = EventStreamParser()
+    idle = parser.next_event
+    assert not hasattr(idle, "__func__") and idle() is NEED_DATA  # a C-level callable
+    parser.receive_data(b"data: a")
+    assert parser.next_event is idle  # no line ended: still nothing to do
+    parser.receive_data(memoryview(b"\n\ndata: b\r"))  # any bytes-like object
+    assert parser.next_event == parser._next_event  # woken
+    assert [parser.next_event(), parser.next_event()] == [ev("a"), NEED_DATA]
+    assert parser.next_event is idle
+    parser.receive_data(bytearray(b"\n\n"))  # the LF of CRLF, then a blank line
+    assert [parser.next_event(), parser.next_event()] == [ev("b"), NEED_DATA]
+    parser.receive_data(b"")
+    assert [parser.next_event(), parser.next_event()] == [CLOSED, CLOSED]
+    assert not hasattr(parser.next_event, "__func__")  # closed for good: no bound method
+
+
+@pytest.mark.parametrize("body", [b"data: a\n\n", b"data: a\n\n" + b"x" * 20])
+def test_a_parser_is_freed_without_the_cycle_collector(body: bytes) -> None:
+    gc.disable()
+    try:
+        parser = EventStreamParser(max_event_size=10)
+        parser.receive_data(body)
+        try:
+            while parser.next_event() is not NEED_DATA:
+                pass
+        except RemoteProtocolError:
+            pass
+        ref = weakref.ref(parser)
+        del parser
+        assert ref() is None
+    finally:
+        gc.enable()
