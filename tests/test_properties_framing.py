@@ -11,6 +11,7 @@ byte after which each event must be available.
 from __future__ import annotations
 
 import dataclasses
+import unittest.mock
 from typing import Any
 
 import pytest
@@ -18,6 +19,7 @@ from helpers import chunked, drain, feed_all
 from hypothesis import given, note, settings
 from hypothesis import strategies as st
 
+import ssestate._framing as framing
 from ssestate import (
     CLOSED,
     NEED_DATA,
@@ -385,6 +387,63 @@ def test_agrees_with_reference_on_large_events(stream: bytes, data: st.DataObjec
     expected = ([e for e, _ in ref.events] + [CLOSED], ref.last_event_id, ref.retry)
     assert outcome([stream]) == expected
     assert outcome(data.draw(chunked(stream, max_cuts=6), label="chunks")) == expected
+
+
+# A buffer that holds more complete lines than ``_SLICE`` bytes (a whole body
+# fed at once) is read a slice at a time; with a tiny slice every stream
+# above takes that path, which must mean the same.
+def tiny_slices() -> Any:
+    return unittest.mock.patch.object(framing, "_SLICE", 8)
+
+
+@given(stream=sse_bytes(), data=st.data())
+def test_agrees_with_reference_when_read_in_slices(stream: bytes, data: st.DataObject) -> None:
+    ref = reference(stream)
+    expected = ([e for e, _ in ref.events] + [CLOSED], ref.last_event_id, ref.retry)
+    with tiny_slices():
+        assert outcome([stream]) == expected
+        assert outcome(data.draw(chunked(stream), label="chunks")) == expected
+
+
+@given(stream=st.tuples(complete_events, long_sse_bytes()).map(b"".join), limit=st.integers(1, 64), data=st.data())
+def test_size_limit_when_read_in_slices(stream: bytes, limit: int, data: st.DataObject) -> None:
+    chunks = data.draw(chunked(stream), label="chunks")
+    expected = limited(chunks, limit)  # the slices change nothing a chunking can see
+    with tiny_slices():
+        assert limited([stream] if stream else [], limit) == expected
+        assert limited(chunks, limit, lazy=True) == expected
+
+
+def test_a_slice_that_could_break_the_limit_but_does_not() -> None:
+    # The open block holds 8 of 12 bytes when a 5-byte slice comes: it is
+    # checked line by line, and its blank line ends the block in time.
+    stream = b"data: a\n" + b"\n:cc\n" + b"data: b\n\n"
+    expected = limited(bytewise(stream), 12)
+    assert expected == ([ServerSentEvent("message", "a"), Heartbeat("cc"), ServerSentEvent("message", "b"), CLOSED], None)
+    with tiny_slices():
+        assert limited([stream], 12) == expected
+
+
+@fewer
+@given(stream=large_streams)
+def test_large_events_when_read_in_slices(stream: bytes) -> None:
+    expected = outcome([stream])
+    with unittest.mock.patch.object(framing, "_SLICE", 5000):
+        assert outcome([stream]) == expected
+
+
+def test_a_whole_body_is_read_in_slices() -> None:
+    # 3,000 events (about 90 KiB) in one call: several slices, same events.
+    body = b"".join(b'id: %d\ndata: {"n":%d}\n\n' % (i, i) for i in range(3000)) + b"data: tail"
+    parser = EventStreamParser()
+    parser.receive_data(body)
+    events: list[Any] = [parser.next_event()]
+    assert 0 < parser._offset <= framing._SLICE < len(body) // 2  # one slice read so far
+    while (event := parser.next_event()) is not NEED_DATA:
+        events.append(event)
+    assert events == [ServerSentEvent("message", f'{{"n":{i}}}', str(i)) for i in range(3000)]
+    parser.receive_data(b"")
+    assert feed_all(parser, []) == [Truncated("partial-event", len(b"data: tail")), CLOSED]
 
 
 # --- 3. encode -> parse round trip ------------------------------------------------
