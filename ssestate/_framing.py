@@ -63,6 +63,8 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterator
+from itertools import repeat
+from operator import contains
 from typing import Union, cast
 
 from ._events import Heartbeat, ServerSentEvent, Truncated, _fast
@@ -90,6 +92,10 @@ _SLICE = 32 * 1024
 _TERMINATOR = re.compile(rb"\r\n|\r|\n")
 _new_event = _fast(ServerSentEvent)
 _new_heartbeat = _fast(Heartbeat)
+# Constant arguments of C-level map() loops.
+_LF = repeat("\n")
+_MESSAGE = repeat("message")
+_NONE = repeat(None)
 
 
 class EventStreamParser:
@@ -269,6 +275,71 @@ class EventStreamParser:
 
     def _step(self) -> None:
         self._ready = False
+        if (self._skip_lf or not self._started or len(self._buf) > _SLICE) and self._edge():
+            return
+        buf = self._buf
+        end = buf.rfind(b"\n")
+        cr = buf.rfind(b"\r", end + 1)
+        end = max(end, cr)
+        if end >= 0:
+            end += 1
+            # The buffer itself becomes the batch; only the tail (bytes after
+            # the last terminator, at most about one chunk) is copied out.
+            batch = buf
+            if end == len(buf):
+                self._buf = buf = bytearray()
+            else:
+                self._buf = buf = buf[end:]
+                del batch[end:]
+            self._skip_lf = batch[-1] == 0x0D and not buf
+            if len(batch) + len(buf) > self._room:
+                if not self._interpret_within_limit(batch):
+                    return
+            elif (
+                not self._open
+                and batch.startswith(b"data: ")
+                and batch.endswith(b"\n\n")
+                and 13 not in batch
+                and (end <= _BIG or batch.find(b"\n", 0, _BIG) >= 0)
+            ):
+                # The hot path: a batch that starts at a block boundary with
+                # a data line and ends with a blank line.  Cut where a blank
+                # line is followed by "data: ", every piece is one event's
+                # data exactly when the batch holds no other LF.
+                text = batch.decode("utf-8", "replace")
+                pieces = text.split("\n\ndata: ")
+                pieces[0] = pieces[0][6:]
+                pieces[-1] = pieces[-1][:-2]
+                if any(map(contains, pieces, _LF)):
+                    self._interpret(batch, text)
+                else:
+                    self._batch = batch
+                    self._batch_base = self._offset
+                    self._batch_has_data = False
+                    self._offset += end
+                    self.last_event_id = ident = self._id_buf
+                    self._out.extend(pieces if self._raw else map(_new_event, _MESSAGE, pieces, repeat(ident), _NONE))
+                    if not self._eof:  # no block open, and the tail fits (checked above)
+                        self._room = self.max_event_size
+                        return
+            else:
+                self._interpret(batch)
+        held = self._offset - self._block_start if self._open else 0
+        self._room = self.max_event_size - held
+        pending = len(buf) + held
+        # The limit is checked at end of stream too: whether the caller asked
+        # for events before feeding b"" must not change the outcome.
+        if pending > self.max_event_size:
+            self._too_large(self._offset + len(buf) - pending)
+        elif self._eof:
+            self._closed = self._ready = True  # CLOSED, from now on
+            if pending:
+                self._out.append(Truncated("partial-event", pending))
+
+    def _edge(self) -> bool:
+        """The rare beginnings of a step: an LF to swallow after a batch that
+        ended in CR, the byte order mark, and a buffer too long to read in
+        one go.  Returns True when the step is over."""
         buf = self._buf
         if self._skip_lf and buf:
             self._skip_lf = False
@@ -288,7 +359,7 @@ class EventStreamParser:
                     # Its first two bytes alone outgrew the limit, as they
                     # do when they arrive one at a time.
                     self._too_large(0)
-                    return
+                    return True
         if len(buf) > _SLICE and (end := buf.rfind(b"\n", 0, _SLICE) + 1):
             # Many complete lines at once (a whole body in one call): they
             # are read a slice at a time, so that the text of a step stays in
@@ -300,39 +371,11 @@ class EventStreamParser:
             if len(batch) <= self._room:
                 self._interpret(batch)
             elif not self._interpret_within_limit(batch):
-                return
+                return True
             held = self._offset - self._block_start if self._open else 0
             self._room = self.max_event_size - held
-            return
-        end = buf.rfind(b"\n")
-        cr = buf.rfind(b"\r", end + 1)
-        end = max(end, cr)
-        if end >= 0:
-            end += 1
-            # The buffer itself becomes the batch; only the tail (bytes after
-            # the last terminator, at most about one chunk) is copied out.
-            batch = buf
-            if end == len(buf):
-                self._buf = buf = bytearray()
-            else:
-                self._buf = buf = buf[end:]
-                del batch[end:]
-            self._skip_lf = batch[-1] == 0x0D and not buf
-            if len(batch) + len(buf) <= self._room:
-                self._interpret(batch)
-            elif not self._interpret_within_limit(batch):
-                return
-        held = self._offset - self._block_start if self._open else 0
-        self._room = self.max_event_size - held
-        pending = len(buf) + held
-        # The limit is checked at end of stream too: whether the caller asked
-        # for events before feeding b"" must not change the outcome.
-        if pending > self.max_event_size:
-            self._too_large(self._offset + len(buf) - pending)
-        elif self._eof:
-            self._closed = self._ready = True  # CLOSED, from now on
-            if pending:
-                self._out.append(Truncated("partial-event", pending))
+            return True
+        return False
 
     def _interpret_within_limit(self, batch: bytearray) -> bool:
         """Interpret a batch that could make an event outgrow the limit: up to
@@ -386,24 +429,27 @@ class EventStreamParser:
             start,
         )
 
-    def _interpret(self, batch: bytearray) -> None:
+    def _interpret(self, batch: bytearray, text: str | None = None) -> None:
+        """Interpret a batch of complete lines (``text``: its decoding, when
+        the caller has it already)."""
         was_open = self._open
         self._batch = batch
         self._batch_base = self._offset
         self._batch_has_data = bool(self._data)
         size = len(batch)
         self._offset += size
-        if (
-            size > _BIG
-            and not was_open
-            and batch.find(b"\n", 0, _BIG) < 0
-            and batch.find(b"\r") < 0
-            and self._large_events(batch)
-        ):
-            return
-        text = batch.decode("utf-8", "replace")
-        if "\r" in text:
-            text = text.replace("\r\n", "\n").replace("\r", "\n")
+        if text is None:
+            if (
+                size > _BIG
+                and not was_open
+                and batch.find(b"\n", 0, _BIG) < 0
+                and batch.find(b"\r") < 0
+                and self._large_events(batch)
+            ):
+                return
+            text = batch.decode("utf-8", "replace")
+            if "\r" in text:
+                text = text.replace("\r\n", "\n").replace("\r", "\n")
         if was_open:
             self._lines(_split_lines(text))
         else:

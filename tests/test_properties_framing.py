@@ -419,7 +419,8 @@ def test_a_slice_that_could_break_the_limit_but_does_not() -> None:
     # checked line by line, and its blank line ends the block in time.
     stream = b"data: a\n" + b"\n:cc\n" + b"data: b\n\n"
     expected = limited(bytewise(stream), 12)
-    assert expected == ([ServerSentEvent("message", "a"), Heartbeat("cc"), ServerSentEvent("message", "b"), CLOSED], None)
+    events = [ServerSentEvent("message", "a"), Heartbeat("cc"), ServerSentEvent("message", "b"), CLOSED]
+    assert expected == (events, None)
     with tiny_slices():
         assert limited([stream], 12) == expected
 
