@@ -8,8 +8,8 @@ its output) with a chunk interpreter.  While the stream is live its
 extra call; afterwards (``[DONE]``, end of body, an error) bytes go to
 ``_receive``, through a weak reference so that no cycle forms.
 ``next_event`` is a C-level callable answering ``NEED_DATA`` until the
-parser has work (the parser wakes the stream through ``_waker``, which
-stores the bound ``_next_event`` in the slot, as the parser does for itself), then
+parser has work (the parser wakes the stream through a weak reference: it
+stores the bound ``_next_event`` in the slot, as it does for itself), then
 takes everything one parser step produced (``_take``: the data of plain
 "message" events as bare ``str``, other events as objects) and interprets it
 in one loop (``_feed``), queueing chat events in wire order for an iterator
@@ -154,7 +154,7 @@ class ChatStream:
         self._live = self._streaming
         self._parser = EventStreamParser(max_event_size)
         self._parser._raw = True  # plain "message" events come as their data str
-        self._parser._host = _waker(self)
+        self._parser._host = weakref.ref(self)  # to wake this stream (see _wake)
         self.next_event = IDLE  # until there is work (see _wake)
         # A live stream's bytes go straight to its parser, with no call in
         # between; other bytes go to _receive (see _stop).
@@ -202,7 +202,7 @@ class ChatStream:
     def _wake(self) -> None:
         """There is work: make ``next_event`` the method that does it.  While
         there is none it is a C-level callable that returns ``NEED_DATA``;
-        the parser calls this (through ``_waker``) when a line ends."""
+        the parser does the same through a weak reference when a line ends."""
         self.next_event = self._next_event
 
     def _stop(self) -> None:
@@ -516,19 +516,6 @@ class ChatStream:
         chunk["choices"] = stream
         self._feed([json.dumps(chunk)])
         self._out.append(Done(False))
-
-
-def _waker(stream: ChatStream) -> Callable[[], None]:
-    """``stream._wake`` for its parser, holding the stream weakly (the stream
-    holds the parser)."""
-    ref = weakref.ref(stream)
-
-    def wake() -> None:
-        alive = ref()
-        if alive is not None:
-            alive.next_event = alive._next_event
-
-    return wake
 
 
 def _receiver(stream: ChatStream) -> Callable[[bytes | bytearray | memoryview], None]:

@@ -62,10 +62,11 @@ for BOM, skipped LF, end of stream and errors.
 from __future__ import annotations
 
 import re
+import weakref
 from collections.abc import Callable, Iterator
 from itertools import repeat
 from operator import contains
-from typing import Union, cast
+from typing import Any, Union, cast
 
 from ._events import Heartbeat, ServerSentEvent, Truncated, _fast
 from ._util import CLOSED, ENDED, IDLE, NEED_DATA, LocalProtocolError, RemoteProtocolError, Sentinel, fresh, unusable
@@ -166,8 +167,8 @@ class EventStreamParser:
         # limit broke, the stream ended, or an error waits to be raised.
         self._ready = False
         self.next_event = IDLE
-        # An owning ChatStream's wake-up call (see _wake).
-        self._host: Callable[[], None] | None = None
+        # A weak reference to an owning ChatStream, to wake (see _wake).
+        self._host: weakref.ref[Any] | None = None
         self._room = max_event_size  # bytes the buffer may hold before the limit breaks
         self._eof = False
         self._accepting = True  # neither end of stream nor an error yet
@@ -225,8 +226,8 @@ class EventStreamParser:
         self._ready = True
         if self._host is None:
             self.next_event = self._next_event
-        else:
-            self._host()
+        elif (host := self._host()) is not None:
+            host.next_event = host._next_event
 
     def _next_event(self) -> FramingEvent | Sentinel:
         """Return the next event, ``NEED_DATA`` or ``CLOSED``.
