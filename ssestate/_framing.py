@@ -279,11 +279,11 @@ class EventStreamParser:
         if (self._skip_lf or not self._started or len(self._buf) > _SLICE) and self._edge():
             return
         buf = self._buf
-        end = buf.rfind(b"\n")
-        cr = buf.rfind(b"\r", end + 1)
-        end = max(end, cr)
-        if end >= 0:
-            end += 1
+        end = buf.rfind(b"\n") + 1
+        cr = 13 in buf
+        if cr:
+            end = max(end, buf.rfind(b"\r", end) + 1)
+        if end:
             # The buffer itself becomes the batch; only the tail (bytes after
             # the last terminator, at most about one chunk) is copied out.
             batch = buf
@@ -292,15 +292,16 @@ class EventStreamParser:
             else:
                 self._buf = buf = buf[end:]
                 del batch[end:]
-            self._skip_lf = batch[-1] == 0x0D and not buf
+            if cr:
+                self._skip_lf = batch[-1] == 0x0D and not buf
             if len(batch) + len(buf) > self._room:
                 if not self._interpret_within_limit(batch):
                     return
             elif (
-                not self._open
+                not cr
+                and not self._open
                 and batch.startswith(b"data: ")
                 and batch.endswith(b"\n\n")
-                and 13 not in batch
                 and (end <= _BIG or batch.find(b"\n", 0, _BIG) >= 0)
             ):
                 # The hot path: a batch that starts at a block boundary with
