@@ -266,6 +266,9 @@ class ChatStream:
                         out.append(Done(False))
                     else:
                         out.append(Truncated("eof-before-done", 0))
+        if len(out) == 1 and self._live and not parser._ready:
+            self.next_event = IDLE  # the usual step of small chunks: one event, then nothing to do
+            return out[0]
         self._queue = queue = iter(out)
         return next(queue)
 

@@ -255,6 +255,9 @@ class EventStreamParser:
         out: list[FramingEvent | str] = []
         self._out = out
         self._step()
+        if len(out) == 1 and not self._ready:
+            self.next_event = IDLE  # the usual step of small chunks: one event, then nothing to do
+            return cast("FramingEvent", out[0])
         # Only an owning ChatStream sets raw mode, and it reads through _take.
         self._queue = queue = iter(cast("list[FramingEvent]", out))
         for event in queue:
