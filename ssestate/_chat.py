@@ -308,7 +308,22 @@ class ChatStream:
             if self._missing:
                 self._take_metadata(chunk)
             choices = chunk.get("choices")
-            if choices and type(choices) is list:
+            if type(choices) is not list or not choices:
+                pass
+            elif (
+                len(choices) == 1
+                and type(c := choices[0]) is dict
+                and type(delta := c.get("delta")) is dict
+                and len(delta) == 1
+                and type(content := delta.get("content")) is str
+                and type(i := c.get("index")) is int
+                and finish_of.get(i, 0) is None  # a choice that started and has not finished
+                and not c.get("finish_reason")
+            ):
+                # The usual chunk, read without the general loop below.
+                if content:
+                    append(new_delta(i, content, None, None, None, c.get("logprobs")))
+            else:
                 for pos, c in enumerate(choices):
                     if type(c) is not dict:
                         continue
