@@ -118,7 +118,7 @@ class EventStreamParser:
 
     __slots__ = (
         "__weakref__",
-        "_accepting",
+        "_accepts",
         "_batch",
         "_batch_base",
         "_batch_has_data",
@@ -171,7 +171,9 @@ class EventStreamParser:
         self._host: weakref.ref[Any] | None = None
         self._room = max_event_size  # bytes the buffer may hold before the limit breaks
         self._eof = False
-        self._accepting = True  # neither end of stream nor an error yet
+        # What the fast path of receive_data takes: bytes until the end of the
+        # stream or an error, then nothing (one test for type and state).
+        self._accepts: type[bytes] | None = bytes
         self._closed = False
         self._pending_error: RemoteProtocolError | None = None
         self._poisoned: str | None = None
@@ -193,15 +195,16 @@ class EventStreamParser:
 
     def receive_data(self, data: bytes | bytearray | memoryview) -> None:
         """Append bytes of the stream; ``b""`` marks its end (may repeat)."""
-        if data.__class__ is bytes and data and self._accepting:
+        if data.__class__ is self._accepts and data:
             buf = self._buf
             buf += data
             # Wake the next step only when it has work: a line terminator
-            # arrived, or the unfinished event just outgrew the limit.
-            if not self._ready and (10 in data or 13 in data or len(buf) > self._room):
+            # arrived, or the unfinished event just outgrew the limit (waking
+            # a parser that is awake already does no harm).
+            if 10 in data or 13 in data or len(buf) > self._room:
                 self._wake()
             return
-        if data and self._accepting:
+        if data and self._accepts is not None:
             # `in` with an int looks for a byte only in bytes and bytearray.
             self.receive_data(bytes(data))
             return
@@ -213,9 +216,9 @@ class EventStreamParser:
                 f"(stream ended at byte {self._offset + len(self._buf)})",
                 self._offset + len(self._buf),
             )
-        if self._accepting:
+        if self._accepts is not None:
             self._eof = True
-            self._accepting = False
+            self._accepts = None
             self._wake()
 
     def _wake(self) -> None:
@@ -246,7 +249,7 @@ class EventStreamParser:
             return NEED_DATA
         if self._pending_error is not None:
             self._poisoned = str(self._pending_error)
-            self._accepting = False
+            self._accepts = None
             self.next_event = unusable("parser", self._poisoned)
             raise fresh(self._pending_error)
         if self._closed:
