@@ -315,14 +315,19 @@ class ChatStream:
                 and type(c := choices[0]) is dict
                 and type(delta := c.get("delta")) is dict
                 and len(delta) == 1
-                and type(content := delta.get("content")) is str
                 and type(i := c.get("index")) is int
                 and finish_of.get(i, 0) is None  # a choice that started and has not finished
                 and not c.get("finish_reason")
             ):
-                # The usual chunk, read without the general loop below.
-                if content:
-                    append(new_delta(i, content, None, None, None, c.get("logprobs")))
+                # The usual chunk (one choice, one member in its delta, no
+                # finish), read without the general loop below.
+                if type(content := delta.get("content")) is str:
+                    if content:
+                        append(new_delta(i, content, None, None, None, c.get("logprobs")))
+                elif type(calls := delta.get("tool_calls")) is list:
+                    self._tool_calls(i, calls)
+                else:
+                    self._delta(i, delta, c)
             else:
                 for pos, c in enumerate(choices):
                     if type(c) is not dict:
@@ -439,6 +444,16 @@ class ChatStream:
         out = self._out
         for pos, call in enumerate(calls):
             if type(call) is not dict:
+                continue
+            if (
+                len(call) == 2
+                and type(index := call.get("index")) is int
+                and type(fn := call.get("function")) is dict
+                and len(fn) == 1
+                and type(args := fn.get("arguments")) is str
+            ):
+                # The usual fragment: {"index": i, "function": {"arguments": ...}}.
+                out.append(_new_fragment(choice, index, None, None, args))
                 continue
             call_id = call.get("id")
             if call_id is not None and (type(call_id) is not str or not call_id):
