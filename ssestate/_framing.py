@@ -23,10 +23,13 @@ whole list instead (``_take``), with plain "message" data as bare ``str``.
   to a raiser after an error), so a parser that is not in the middle of
   handing out events holds no reference to itself.
 * A step finds the **last** line terminator with C-level ``rfind`` (from
-  the end of the buffer: it lies in the bytes that arrived last).
-  Everything up to it is the *batch*: the buffer object itself becomes the
-  batch, and only the bytes after that terminator (at most about one chunk)
-  are copied into a new buffer.
+  the end of the buffer: it lies in the bytes that arrived last; CR is
+  looked for only when ``13 in buf`` says there is one).  Everything up to
+  it is the *batch*: the buffer object itself becomes the batch, and only
+  the bytes after that terminator (at most about one chunk) are copied into
+  a new buffer.  A buffer of complete lines longer than 32 KiB (a whole
+  body fed at once) is read a slice at a time instead (``_edge``), so that
+  a step's text stays in the CPU caches.
 * The batch is decoded once, with replacement.  CR and LF never occur inside
   a UTF-8 sequence, so decoding complete lines gives the same text whatever
   the chunking, and a character split across chunks waits, undamaged, in the
@@ -36,8 +39,11 @@ whole list instead (``_take``), with plain "message" data as bare ``str``.
   ``_skip_lf`` so that an LF starting the next data is swallowed, while the
   line itself is finished at once.
 * A batch that starts at a block boundary is cut where a blank line is
-  followed by ``data: `` (``_blocks``, the hot path): each piece without a
-  line break is one event's data.  Everything else goes through the line
+  followed by ``data: ``: each piece without a line break is one event's
+  data.  When the batch is nothing but such events (the hot path, inline in
+  ``_step``) the pieces are the output as they are, checked for line breaks
+  and turned into events by C-level ``map`` loops; otherwise ``_blocks``
+  reads the pieces one by one.  Everything else goes through the line
   loop (``_lines``): a blank line dispatches, a ``data:`` line is appended
   to the data list, a comment becomes a ``Heartbeat``, and the other fields
   are read in its last branch.  A batch that is one large event alone is
@@ -205,7 +211,8 @@ class EventStreamParser:
                 self._wake()
             return
         if data and self._accepts is not None:
-            # `in` with an int looks for a byte only in bytes and bytearray.
+            # The fast path takes exact bytes: `10 in data` finds a byte in
+            # bytes, but in a memoryview it compares items.
             self.receive_data(bytes(data))
             return
         if self._poisoned is not None:
