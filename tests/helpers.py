@@ -12,6 +12,8 @@ The names here are imported by several test files; keep them stable.
   stream and returns every event, ending with ``CLOSED``.  It also checks
   the sentinel contract of SPEC §1 on the way.
 * ``drain(machine)`` returns the events available right now.
+* ``until_error(machine, chunks)`` feeds chunks and end of stream and
+  returns the events and the ``RemoteProtocolError`` that stopped them.
 * ``chunked(data)`` is a hypothesis strategy for arbitrary cuts of ``data``.
 
 Chunks are never empty: ``receive_data(b"")`` means end of stream.
@@ -25,9 +27,9 @@ from typing import Any, Protocol
 
 from hypothesis import strategies as st
 
-from ssestate import CLOSED, NEED_DATA
+from ssestate import CLOSED, NEED_DATA, RemoteProtocolError
 
-__all__ = ["FIXED_SIZES", "Machine", "chunked", "chunkings", "cut_at", "drain", "feed_all"]
+__all__ = ["FIXED_SIZES", "Machine", "chunked", "chunkings", "cut_at", "drain", "feed_all", "until_error"]
 
 FIXED_SIZES = (2, 3, 7)
 
@@ -122,6 +124,23 @@ def drain(machine: Machine) -> list[Any]:
         if event is NEED_DATA or event is CLOSED:
             return events
         events.append(event)
+
+
+def until_error(machine: Machine, chunks: Iterable[bytes]) -> tuple[list[Any], RemoteProtocolError | None]:
+    """Feed ``chunks`` then end of stream, draining after each; return every
+    event (ending with ``CLOSED`` when the stream closed) and the
+    ``RemoteProtocolError`` that stopped it, if one did."""
+    got: list[Any] = []
+    try:
+        for chunk in [*chunks, b""]:
+            machine.receive_data(chunk)
+            while (event := machine.next_event()) is not NEED_DATA:
+                got.append(event)
+                if event is CLOSED:
+                    return got, None
+    except RemoteProtocolError as exc:
+        return got, exc
+    raise AssertionError("NEED_DATA after end of stream")
 
 
 def feed_all(machine: Machine, chunks: Iterable[bytes], *, eof: bool = True) -> list[Any]:

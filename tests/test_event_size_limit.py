@@ -11,17 +11,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from helpers import chunked, chunkings
+from helpers import chunked, chunkings, until_error
 from hypothesis import given
 from hypothesis import strategies as st
 
 from ssestate import (
     CLOSED,
-    NEED_DATA,
     EventStreamParser,
     Heartbeat,
     LocalProtocolError,
-    RemoteProtocolError,
     ServerSentEvent,
 )
 
@@ -29,15 +27,8 @@ from ssestate import (
 def run(chunks: list[bytes], limit: int) -> list[Any]:
     """Events, then the error (text and offset) and what the next call does."""
     parser = EventStreamParser(max_event_size=limit)
-    got: list[Any] = []
-    try:
-        for chunk in [*chunks, b""]:
-            parser.receive_data(chunk)
-            while (event := parser.next_event()) is not NEED_DATA:
-                got.append(event)
-                if event is CLOSED:
-                    return got
-    except RemoteProtocolError as exc:
+    got, exc = until_error(parser, chunks)
+    if exc is not None:
         got.append(("error", str(exc), exc.offset))
         try:
             parser.next_event()

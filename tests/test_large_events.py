@@ -6,24 +6,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from helpers import chunkings
+from helpers import chunkings, until_error
 
-from ssestate import CLOSED, NEED_DATA, ChatStream, Delta, RemoteProtocolError
+from ssestate import ChatStream, Delta
 
 BIG = "x" * 10_000
 
 
 def run(chunks: list[bytes]) -> list[Any]:
-    stream = ChatStream()
-    got: list[Any] = []
-    try:
-        for chunk in [*chunks, b""]:
-            stream.receive_data(chunk)
-            while (event := stream.next_event()) is not NEED_DATA:
-                got.append(event)
-                if event is CLOSED:
-                    return got
-    except RemoteProtocolError as exc:
+    got, exc = until_error(ChatStream(), chunks)
+    if exc is not None:
         got.append((str(exc), exc.offset))
     return got
 
