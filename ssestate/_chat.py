@@ -26,7 +26,10 @@ The response head decides the mode once, at construction:
   when the chunk has a non-empty ``error`` member; rare shapes go to
   ``_delta``, ``_tool_calls``, ``_usage_and_error`` and ``_other``).  Anything
   else that is not JSON raises ``RemoteProtocolError`` (``strict=True``) or is
-  skipped.  At end of stream: ``Done(sentinel=False)`` when every started
+  skipped.  A payload of 32 KiB or more arrives as bytes and goes to
+  ``read_large`` (``_large``), which decodes its long strings piece by piece
+  (it hands the bytes back, to be decoded whole, when anything is unusual);
+  an event handed out is then held by the caller alone.  At end of stream: ``Done(sentinel=False)`` when every started
   choice has finished, else ``Truncated("eof-before-done")`` — unless the
   parser already reported ``Truncated("partial-event")``.
 * **buffered** (any other status or content type): the body is kept (up to
@@ -47,7 +50,7 @@ import json
 import weakref
 from collections.abc import Callable, Iterator
 from json.scanner import make_scanner
-from typing import Any
+from typing import Any, cast
 
 from ._events import (
     ChatEvent,
@@ -62,6 +65,7 @@ from ._events import (
     _fast,
 )
 from ._framing import DEFAULT_MAX_EVENT_SIZE, EventStreamParser
+from ._large import read_large
 from ._util import CLOSED, ENDED, IDLE, NEED_DATA, LocalProtocolError, RemoteProtocolError, Sentinel, fresh, unusable
 
 __all__ = ["ChatStream"]
@@ -78,6 +82,9 @@ _ASCII_WS = " \t\n\r\x0c"
 _META = ("id", "model", "created", "system_fingerprint")
 _DONE_SENTINEL = Done(True)
 _EXHAUSTED: Iterator[ChatEvent] = iter(())
+# The output "list" between steps (a step starts a list of its own): a tuple,
+# so that appending to it outside a step fails loudly.
+_SPENT = cast("list[ChatEvent]", ())
 
 
 class ChatStream:
@@ -266,6 +273,7 @@ class ChatStream:
                         out.append(Done(False))
                     else:
                         out.append(Truncated("eof-before-done", 0))
+        self._out = _SPENT  # so that an event handed out is held only by the caller
         if len(out) == 1 and self._live and not parser._ready:
             self.next_event = IDLE  # the usual step of small chunks: one event, then nothing to do
             return out[0]
@@ -274,13 +282,15 @@ class ChatStream:
 
     # -- stream mode ------------------------------------------------------------
 
-    def _feed(self, items: list[Any]) -> None:
+    def _feed(self, items: list[Any], scan: Callable[[Any, int], tuple[Any, int]] = _scan) -> None:
         """Interpret what one parser step produced: the hot path.
 
-        ``items`` holds the data of plain "message" events as str, other
-        events as ``ServerSentEvent``, and ``Heartbeat`` / ``Truncated``.
-        A JSON object is a chunk, interpreted here; everything else goes to
-        ``_other``.  Stops at ``[DONE]`` and at a strict-mode error.
+        ``items`` holds the data of plain "message" events as str (as a
+        ``bytearray`` for a huge one), other events as ``ServerSentEvent``,
+        and ``Heartbeat`` / ``Truncated``.  A JSON object is a chunk,
+        interpreted here; everything else goes to ``_other``.  Stops at
+        ``[DONE]`` and at a strict-mode error.  ``scan`` gives the JSON
+        value at an index of a payload, and where it ends.
         """
         out = self._out
         append = out.append
@@ -288,17 +298,25 @@ class ChatStream:
         finish_of = self._finish
         for n, data in enumerate(items):
             if type(data) is not str:
-                if type(data) is not ServerSentEvent:  # Heartbeat, or Truncated at the end
+                if type(data) is bytearray:  # a huge payload, as its bytes
+                    large = read_large(data, _scan)
+                    if large is not None:
+                        # Interpreted as a payload whose scan gives this chunk.
+                        self._feed([""], _given(large))
+                        continue
+                    data = data.decode("utf-8", "replace")
+                elif type(data) is not ServerSentEvent:  # Heartbeat, or Truncated at the end
                     self._truncated = type(data) is Truncated
                     append(data)
                     continue
-                if data.event == "error":
+                elif data.event == "error":
                     if self._other(data.data, "error", n):
                         return
                     continue
-                data = data.data
+                else:
+                    data = data.data
             try:
-                chunk, end = _scan(data, 0)
+                chunk, end = scan(data, 0)
                 if end != len(data) or type(chunk) is not dict:
                     raise ValueError("not one object")
             except (StopIteration, ValueError, RecursionError):
@@ -562,6 +580,12 @@ def _receiver(stream: ChatStream) -> Callable[[bytes | bytearray | memoryview], 
             alive._receive(data)
 
     return receive
+
+
+def _given(chunk: dict[str, Any]) -> Callable[[Any, int], tuple[Any, int]]:
+    """A scanner that gives ``chunk`` for an empty payload: how a chunk read
+    by ``read_large`` enters ``_feed``."""
+    return lambda _text, _at: (chunk, 0)
 
 
 def _count(value: object) -> int:

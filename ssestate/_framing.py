@@ -46,8 +46,10 @@ whole list instead (``_take``), with plain "message" data as bare ``str``.
   reads the pieces one by one.  Everything else goes through the line
   loop (``_lines``): a blank line dispatches, a ``data:`` line is appended
   to the data list, a comment becomes a ``Heartbeat``, and the other fields
-  are read in its last branch.  A batch that is one large event alone is
-  decoded straight from the buffer.
+  are read in its last branch.  A batch of large events is decoded event
+  by event straight from the buffer; an owning ChatStream gets the data of
+  an event of ``_HUGE`` bytes or more undecoded, as a ``bytearray`` (the
+  batch itself, trimmed, when the event is alone in it).
 * ``max_event_size`` is checked per step from two numbers (the unterminated
   tail, and the bytes of the open block); a batch that could break it is
   checked line by line in bytes (``_oversize``), so the error comes at the
@@ -93,6 +95,9 @@ _EXHAUSTED: Iterator[FramingEvent] = iter(())
 # memory and copying on streams of large events).
 _BIG = 4096
 _ONE_EVENT = bytearray(b"data: \n\n")
+# An owning ChatStream gets the data of an event at least this large as its
+# bytes, undecoded (see _large_events).
+_HUGE = 32 * 1024
 # A buffer longer than this that holds complete lines is read in slices of
 # at most this size, each cut after an LF.
 _SLICE = 32 * 1024
@@ -183,7 +188,7 @@ class EventStreamParser:
         self._closed = False
         self._pending_error: RemoteProtocolError | None = None
         self._poisoned: str | None = None
-        self._out: list[FramingEvent | str] = []  # what the latest step produced...
+        self._out: list[FramingEvent | str | bytearray] = []  # what the latest step produced...
         self._queue: Iterator[FramingEvent] = _EXHAUSTED  # ...and an iterator handing it out
         # The unfinished block.
         self._data: list[str] = []
@@ -262,7 +267,7 @@ class EventStreamParser:
         if self._closed:
             self.next_event = ENDED
             return CLOSED
-        out: list[FramingEvent | str] = []
+        out: list[FramingEvent | str | bytearray] = []
         self._out = out
         self._step()
         if len(out) == 1 and not self._ready:
@@ -274,13 +279,13 @@ class EventStreamParser:
             return event
         return self._next_event()
 
-    def _take(self) -> list[FramingEvent | str]:
+    def _take(self) -> list[FramingEvent | str | bytearray]:
         """Run one step if it has work and hand over all it produced: the
         batch interface of an owning ChatStream, which then reads
         ``_pending_error`` and ``_closed`` itself when the list is empty."""
         if not self._ready or self._pending_error is not None or self._closed:
             return []
-        out: list[FramingEvent | str] = []
+        out: list[FramingEvent | str | bytearray] = []
         self._out = out
         self._step()
         return out
@@ -488,22 +493,35 @@ class EventStreamParser:
         bytes a character).  Returns False, dispatching nothing, when the
         batch holds anything else."""
         size = len(batch)
-        values = []
+        values: list[str | bytearray] = []
         start = 0
         with memoryview(batch) as view:
             while start < size:
                 end = batch.find(b"\n", start)  # found: a batch ends with a terminator
                 if not batch.startswith(b"data: ", start) or end + 1 >= size or batch[end + 1] != 0x0A:
                     return False
-                values.append(str(view[start + 6 : end], "utf-8", "replace"))
+                if not self._raw or end - start < _HUGE:
+                    values.append(str(view[start + 6 : end], "utf-8", "replace"))
+                elif start == 0 and end + 2 == size:
+                    values.append(batch)  # a huge event alone: the batch becomes its data (below)
+                else:
+                    values.append(bytearray(view[start + 6 : end]))  # a huge event's data, as bytes
                 start = end + 2
+        if values[0] is batch:
+            # The batch becomes the data's bytes, trimmed in place (no copy):
+            # ChatStream reads them without decoding them whole (_large).
+            del batch[-2:]
+            del batch[:6]
         if len(values) == 1:
             # Keep a stand-in with the same line structure, not the bytes
             # (for _item_offset): the large event is held once, as its data.
             self._batch = _ONE_EVENT
             self._batch_base += size - len(_ONE_EVENT)
         ident = self._id_buf
-        self._out.extend(values if self._raw else [_new_event("message", v, ident, None) for v in values])
+        if self._raw:
+            self._out.extend(values)
+        else:
+            self._out.extend([_new_event("message", v, ident, None) for v in cast("list[str]", values)])
         self.last_event_id = ident
         return True
 
