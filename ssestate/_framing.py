@@ -41,9 +41,10 @@ whole list instead (``_take``), with plain "message" data as bare ``str``.
 * A batch that starts at a block boundary is cut where a blank line is
   followed by ``data: ``: each piece without a line break is one event's
   data.  When the batch is nothing but such events (the hot path, inline in
-  ``_step``) the pieces are the output as they are, checked for line breaks
-  and turned into events by C-level ``map`` loops; otherwise ``_blocks``
-  reads the pieces one by one.  Everything else goes through the line
+  ``_step``) its bytes are cut before decoding, and the pieces, checked
+  for line breaks, are decoded one by one (strict, the fast case; with
+  replacement after an error) and turned into events by C-level ``map``
+  loops; otherwise ``_blocks`` reads the decoded text's pieces one by one.  Everything else goes through the line
   loop (``_lines``): a blank line dispatches, a ``data:`` line is appended
   to the data list, a comment becomes a ``Heartbeat``, and the other fields
   are read in its last branch.  A batch of large events is decoded event
@@ -105,7 +106,9 @@ _TERMINATOR = re.compile(rb"\r\n|\r|\n")
 _new_event = _fast(ServerSentEvent)
 _new_heartbeat = _fast(Heartbeat)
 # Constant arguments of C-level map() loops.
-_LF = repeat("\n")
+_LF = repeat(10)
+_UTF8 = repeat("utf-8")
+_REPLACE = repeat("replace")
 _MESSAGE = repeat("message")
 _NONE = repeat(None)
 
@@ -325,20 +328,35 @@ class EventStreamParser:
                 # The hot path: a batch that starts at a block boundary with
                 # a data line and ends with a blank line.  Cut where a blank
                 # line is followed by "data: ", every piece is one event's
-                # data exactly when the batch holds no other LF.
-                text = batch.decode("utf-8", "replace")
-                pieces = text.split("\n\ndata: ")
-                pieces[0] = pieces[0][6:]
-                pieces[-1] = pieces[-1][:-2]
+                # data exactly when the batch holds no other LF.  The bytes
+                # are cut, then each piece decoded: a piece without emoji
+                # stays narrow, where cutting text decoded whole would
+                # narrow every piece of a batch that holds one.
+                pieces = bytes(batch).split(b"\n\ndata: ")
+                if len(pieces) == 1:
+                    pieces[0] = pieces[0][6:-2]
+                else:
+                    pieces[0] = pieces[0][6:]
+                    pieces[-1] = pieces[-1][:-2]
                 if any(map(contains, pieces, _LF)):
-                    self._interpret(batch, text)
+                    self._interpret(batch)
                 else:
                     self._batch = batch
                     self._batch_base = self._offset
                     self._batch_has_data = False
                     self._offset += end
                     self.last_event_id = ident = self._id_buf
-                    self._out.extend(pieces if self._raw else map(_new_event, _MESSAGE, pieces, repeat(ident), _NONE))
+                    out = self._out
+                    k = len(out)
+                    texts = map(bytes.decode, pieces)  # strict: valid UTF-8, the usual case, is decoded fastest
+                    try:
+                        out.extend(texts if self._raw else map(_new_event, _MESSAGE, texts, repeat(ident), _NONE))
+                    except UnicodeDecodeError:
+                        # Each piece with replacement, as the whole batch would
+                        # be: a cut before an ASCII byte changes no replacement.
+                        del out[k:]
+                        texts = map(bytes.decode, pieces, _UTF8, _REPLACE)
+                        out.extend(texts if self._raw else map(_new_event, _MESSAGE, texts, repeat(ident), _NONE))
                     if not self._eof:  # no block open, and the tail fits (checked above)
                         self._room = self.max_event_size
                         return
@@ -449,27 +467,25 @@ class EventStreamParser:
             start,
         )
 
-    def _interpret(self, batch: bytearray, text: str | None = None) -> None:
-        """Interpret a batch of complete lines (``text``: its decoding, when
-        the caller has it already)."""
+    def _interpret(self, batch: bytearray) -> None:
+        """Interpret a batch of complete lines."""
         was_open = self._open
         self._batch = batch
         self._batch_base = self._offset
         self._batch_has_data = bool(self._data)
         size = len(batch)
         self._offset += size
-        if text is None:
-            if (
-                size > _BIG
-                and not was_open
-                and batch.find(b"\n", 0, _BIG) < 0
-                and batch.find(b"\r") < 0
-                and self._large_events(batch)
-            ):
-                return
-            text = batch.decode("utf-8", "replace")
-            if "\r" in text:
-                text = text.replace("\r\n", "\n").replace("\r", "\n")
+        if (
+            size > _BIG
+            and not was_open
+            and batch.find(b"\n", 0, _BIG) < 0
+            and batch.find(b"\r") < 0
+            and self._large_events(batch)
+        ):
+            return
+        text = batch.decode("utf-8", "replace")
+        if "\r" in text:
+            text = text.replace("\r\n", "\n").replace("\r", "\n")
         if was_open:
             self._lines(_split_lines(text))
         else:
