@@ -11,33 +11,33 @@ are still held.  Nearly all of such a payload is one or two string values
 (the content, a tool call's arguments), so ``read_large`` reads those
 from the bytes and decodes only the rest the usual way:
 
-1. ``_literals`` finds every string literal in the bytes with C-level
-   ``find``: scanning from outside a string, a quote opens one and the
-   first quote not escaped closes it, valid JSON or not.
-2. Each literal longer than ``_LONG`` bytes is cut into pieces of about
-   ``_STEP`` bytes, only between characters and between escapes
-   (``_cut``), and each piece must be valid inside a JSON string (no
-   control character, only JSON's escapes).  In a copy of the payload, the
-   *skeleton*, the literal is replaced by a numbered marker.  The skeleton
-   (a few hundred bytes) is decoded and scanned, and every marker must
-   turn up as a value.
-3. Only then is anything consumed: each long literal is decoded piece by
-   piece, the pieces appended to one string that CPython grows in place,
-   and the bytes read are deleted from the front of the buffer, which
-   gives its memory back as it shrinks.  The string takes its marker's
-   place.
+1. ``_long_literals`` has the C string scanner read the payload's Latin-1
+   decoding (one byte a character, so offsets are byte offsets): from
+   outside a string, each quote opens one, and the scanner both checks it
+   (escapes and control characters are ASCII) and finds where it ends.
+2. In a copy of the payload, the *skeleton*, each literal longer than
+   ``_LONG`` bytes is replaced by a numbered marker.  The skeleton (a few
+   hundred bytes) is decoded and scanned, and every marker must turn up as
+   a value.
+3. Only then is anything consumed: each long literal is decoded about
+   ``_STEP`` bytes at a time, cut only between characters and between
+   escapes (``_cut``), the pieces appended to one string that CPython
+   grows in place, and the bytes read are deleted from the front of the
+   buffer, which gives its memory back as it shrinks.  The string takes
+   its marker's place.
 
 The result equals ``json.loads`` of the payload decoded with replacement:
 cutting before a byte that does not continue a UTF-8 sequence changes no
 replacement, and no escape (nor a surrogate pair of escapes) is cut.  When
-anything is unusual (the payload holds the escape ``\\u0000``, which a
-marker could be mistaken for; a long literal is not valid; the skeleton is
-not one JSON object; a marker is missing, as a key or as the value of a
-duplicate key; no literal is long) ``read_large`` returns None with the
-buffer untouched, and the caller decodes the payload whole as usual.
+anything is unusual (a short literal holds the escape ``\\u0000`` and
+could be mistaken for a marker; a literal is not a valid JSON string; the
+skeleton is not one JSON object; a marker is missing, as a key or as the
+value of a duplicate key; no literal is long) ``read_large`` returns None
+with the buffer untouched, and the caller decodes the payload whole.
 
 Peak memory is then the buffer (shrinking as it is read) plus the string
-being built plus one piece: about one copy of the large value.  Two
+being built plus one piece: about one copy of the large value (step 1
+holds a one-byte-a-character copy of the payload, before any of it).  Two
 exceptions: CPython widening a string it grows in place (the first emoji
 after a long run of narrower text) copies what was built so far once; and
 text so dense in escapes that no piece can be cut is decoded in one go,
@@ -47,24 +47,17 @@ than bytes.
 
 from __future__ import annotations
 
-import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from json.decoder import scanstring  # type: ignore[attr-defined]  # the C scanner's string reader
 from typing import Any, cast
 
 __all__ = ["read_large"]
 
-# The characters a JSON string may not hold raw.
-_CONTROL = re.compile(rb"[\x00-\x1f]")
-# One valid escape.  A backslash left after removing them all starts an
-# invalid one.  (Neither pattern repeats a group: the regular expression
-# engine would keep state for every repetition, more memory than the text.)
-_ESCAPE = re.compile(rb'\\(?:["\\/bfnrt]|u[0-9a-fA-F]{4})')
 # A marker's text starts with a NUL, which JSON text can spell only as this
 # escape: a payload without it cannot hold a string that looks like a marker.
 _NUL = b"\\u0000"
 _LONG = 4096  # literals longer than this are read from the bytes
-_STEP = 2048  # bytes of a long literal decoded at a time
+_STEP = 4096  # bytes of a long literal decoded at a time
 
 
 def read_large(raw: bytearray, scan: Callable[[str, int], tuple[Any, int]]) -> dict[str, Any] | None:
@@ -72,15 +65,7 @@ def read_large(raw: bytearray, scan: Callable[[str, int], tuple[Any, int]]) -> d
     with its long strings decoded from the bytes; None when it must be
     decoded the usual way (``raw`` is then untouched).  ``raw`` is consumed
     otherwise.  ``scan`` is the JSON scanner for the skeleton."""
-    if _NUL in raw:
-        return None
-    spans = []  # the long literals: (start, end, piece ends)
-    for a, b in _literals(raw):
-        if b - a > _LONG:
-            cuts = _pieces(raw, a + 1, b - 1)
-            if cuts is None:
-                return None
-            spans.append((a, b, cuts))
+    spans = _long_literals(raw)
     if not spans:
         return None
     parts: list[bytes | bytearray] = []
@@ -90,6 +75,8 @@ def read_large(raw: bytearray, scan: Callable[[str, int], tuple[Any, int]]) -> d
         parts.append(b'"\\u0000ssestate:%d"' % k)
         at = b
     parts.append(raw[at:])
+    if any(_NUL in part for part in parts[::2]):
+        return None
     skeleton = b"".join(parts).decode("utf-8", "replace")
     try:
         chunk, end = scan(skeleton, 0)
@@ -101,47 +88,41 @@ def read_large(raw: bytearray, scan: Callable[[str, int], tuple[Any, int]]) -> d
     if places is None:
         return None
     gone = 0  # bytes deleted from the front of raw so far
-    for (a, b, cuts), (holder, key) in zip(spans, places, strict=True):
-        holder[key] = _decode(raw, a + 1 - gone, [cut - gone for cut in cuts])
-        gone = b - 1  # up to the literal's closing quote
+    for (a, b, value), (holder, key) in zip(spans, places, strict=True):
+        if value is None:
+            value = _decode(raw, a + 1 - gone, b - 1 - gone)
+        else:
+            del raw[: b - 1 - gone]
+        holder[key] = value
+        gone = b - 1  # deleted up to the literal's closing quote
     raw.clear()
     return chunk
 
 
-def _literals(raw: bytearray) -> Iterator[tuple[int, int]]:
-    """The spans of the string literals in ``raw``: scanning from outside
-    a string, a quote opens one and the first quote not escaped (not after
-    an odd run of backslashes) closes it, valid JSON or not."""
-    find = raw.find
+def _long_literals(raw: bytearray) -> list[tuple[int, int, str | None]] | None:
+    """The spans of the string literals in ``raw`` longer than ``_LONG``
+    (with the value when it is ASCII), or None when a literal is not a
+    valid JSON string.  The C string scanner
+    reads the payload's Latin-1 decoding (a copy at one byte a character,
+    whose offsets are the byte offsets): escapes and control characters are
+    ASCII, and every other byte is a character it accepts, so it checks
+    each literal and finds its end.  Scanning from outside a string, a
+    quote opens one; the loop is over literals, not bytes."""
+    text = raw.decode("latin-1")
+    find = text.find
+    spans = []
     at = 0
-    while (a := find(b'"', at)) >= 0:
-        b = a
-        while True:
-            b = find(b'"', b + 1)
-            if b < 0:
-                return  # unterminated: the skeleton keeps it, and fails
-            k = b - 1
-            while raw[k] == 0x5C:  # stops at the opening quote at the latest
-                k -= 1
-            if (b - k) % 2:  # an even run of backslashes (b - 1 - k) before it
-                break
-        yield a, b + 1
-        at = b + 1
-
-
-def _pieces(raw: bytearray, start: int, stop: int) -> list[int] | None:
-    """Where the pieces of the literal text ``raw[start:stop]`` end (see
-    ``_cut``), or None unless it is a valid JSON string."""
-    cuts = []
-    while start < stop:
-        cut = _cut(raw, start, stop)
-        if _CONTROL.search(raw, start, cut) or (
-            raw.find(b"\\", start, cut) >= 0 and b"\\" in _ESCAPE.sub(b"", raw[start:cut])
-        ):
+    while (a := find('"', at)) >= 0:
+        try:
+            value, at = scanstring(text, a + 1)
+        except ValueError:
             return None
-        cuts.append(cut)
-        start = cut
-    return cuts
+        if at - a > _LONG:
+            # An ASCII value came from ASCII bytes (any other byte stays a
+            # character from U+0080 up), whose Latin-1 and UTF-8 decodings
+            # agree: it is the value, and needs no second reading.
+            spans.append((a, at, value if value.isascii() else None))
+    return spans
 
 
 def _places(chunk: dict[str, Any], count: int) -> list[tuple[Any, Any]] | None:
@@ -168,20 +149,20 @@ def _places(chunk: dict[str, Any], count: int) -> list[tuple[Any, Any]] | None:
     return cast("list[tuple[Any, Any]]", places)  # every place is set: found == count
 
 
-def _decode(raw: bytearray, start: int, cuts: list[int]) -> str:
-    """The JSON string whose escaped UTF-8 text runs from ``start`` in
-    pieces ending at ``cuts``.  Every piece is valid (see ``_pieces``);
-    each is deleted from ``raw`` once read, with all bytes before it."""
+def _decode(raw: bytearray, start: int, stop: int) -> str:
+    """The JSON string whose escaped UTF-8 text is ``raw[start:stop]``
+    (valid: see ``_long_literals``), decoded in pieces (see ``_cut``); each
+    piece is deleted from ``raw`` once read, with all bytes before it."""
     text = ""
-    gone = 0  # bytes deleted so far
-    for cut in cuts:
-        piece = raw[start - gone : cut - gone].decode("utf-8", "replace")
+    while start < stop:
+        cut = _cut(raw, start, stop)
+        piece = raw[start:cut].decode("utf-8", "replace")
         if "\\" in piece:
             piece = scanstring(piece + '"', 0)[0]
         text += piece  # grown in place: this local is its only reference
-        del raw[: cut - gone]
-        gone = cut
-        start = cut
+        del raw[:cut]
+        stop -= cut
+        start = 0
     return text
 
 
@@ -209,4 +190,4 @@ def _cut(raw: bytearray, start: int, stop: int) -> int:
 # built so far.  A few runs on a tiny literal at import make even the first
 # large payload of a process grow its string in place.
 for _ in range(16):
-    _decode(bytearray(b"ab"), 0, [1, 2])
+    _decode(bytearray(b"a" * (_STEP + 1)), 0, _STEP + 1)

@@ -88,8 +88,8 @@ def test_a_huge_chunk_gives_the_content_json_gives() -> None:
 def test_escapes_cut_anywhere_decode_exactly() -> None:
     # Every escape JSON has, a surrogate pair spelled as two escapes, a lone
     # surrogate, and raw UTF-8, repeated so that piece cuts fall everywhere.
-    unit = b'ab\\"\\\\\\/\\b\\f\\n\\r\\t\\u00e9\\ud83d\\ude00\\ud800x\xe4\xb8\xad\xf0\x9f\x9a\x80'
-    want = 'ab"\\/\b\f\n\r\té\U0001f600\ud800x中🚀'
+    unit = b'ab\\"\\\\\\/\\b\\f\\n\\r\\t\\u00e9\\ud83d\\ude00\\ud800\\u0000x\xe4\xb8\xad\xf0\x9f\x9a\x80'
+    want = 'ab"\\/\b\f\n\r\té\U0001f600\ud800\x00x中🚀'
     text = unit * 3000
     payload = b'{"choices":[{"index":0,"delta":{"content":"' + text + b'"}}]}'
     for step in (7, 13, 2048):
@@ -97,6 +97,15 @@ def test_escapes_cut_anywhere_decode_exactly() -> None:
             with bytes_path() as read:
                 assert run([event(payload)])[0] == Delta(0, want * 3000), step
             assert read == [True]
+
+
+def test_an_ascii_value_is_taken_as_the_scanner_read_it() -> None:
+    content = "plain ASCII text, \"quoted\", with a line break\n and a tab\t. " * 1000
+    payload = json.dumps(chunk_of(content)).encode()
+    with bytes_path() as read:
+        got = run([event(payload)])
+    assert read == [True]
+    assert got[0] == Delta(0, content)
 
 
 def test_arguments_of_a_whole_tool_call_are_read_from_bytes_too() -> None:
@@ -112,7 +121,7 @@ def test_arguments_of_a_whole_tool_call_are_read_from_bytes_too() -> None:
 def test_unusual_payloads_take_the_ordinary_path_and_agree_with_it() -> None:
     long = "x" * 40_000
     cases = {
-        "a NUL escape": json.dumps(chunk_of(long + "\x00")),
+        "a NUL escape in a short literal": json.dumps({**chunk_of(long), "id": "\x00ssestate:0"}),
         "a long key": json.dumps({long: 1, "choices": []}),
         "a long literal overwritten by a duplicate key": (
             '{"choices":[{"index":0,"delta":{"content":"' + long + '","content":"b"}}]}'
@@ -124,6 +133,7 @@ def test_unusual_payloads_take_the_ordinary_path_and_agree_with_it() -> None:
         "a raw control character": '{"choices":[{"index":0,"delta":{"content":"' + long + '\x01"}}]}',
         "an unterminated string": '{"choices":[{"index":0,"delta":{"content":"' + long,
         "trailing data": json.dumps(chunk_of(long)) + " 1",
+        "a syntax error beside a long literal": '{"choices":[{"index":0,"delta":{"content":"' + long + '"}}],}',
     }
     for name, text in cases.items():
         body = event(text.encode())
