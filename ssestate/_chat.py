@@ -342,10 +342,21 @@ class ChatStream:
                 if type(content := delta.get("content")) is str:
                     if content:
                         append(new_delta(i, content, None, None, None, c.get("logprobs")))
-                elif type(calls := delta.get("tool_calls")) is list:
-                    self._tool_calls(i, calls)
-                else:
+                elif type(calls := delta.get("tool_calls")) is not list:
                     self._delta(i, delta, c)
+                elif (
+                    len(calls) == 1
+                    and type(call := calls[0]) is dict
+                    and len(call) == 2
+                    and type(index := call.get("index")) is int
+                    and type(fn := call.get("function")) is dict
+                    and len(fn) == 1
+                    and type(args := fn.get("arguments")) is str
+                ):
+                    # The usual fragment: {"index": i, "function": {"arguments": ...}}.
+                    append(_new_fragment(i, index, None, None, args))
+                else:
+                    self._tool_calls(i, calls)
             else:
                 for pos, c in enumerate(choices):
                     if type(c) is not dict:
@@ -462,16 +473,6 @@ class ChatStream:
         out = self._out
         for pos, call in enumerate(calls):
             if type(call) is not dict:
-                continue
-            if (
-                len(call) == 2
-                and type(index := call.get("index")) is int
-                and type(fn := call.get("function")) is dict
-                and len(fn) == 1
-                and type(args := fn.get("arguments")) is str
-            ):
-                # The usual fragment: {"index": i, "function": {"arguments": ...}}.
-                out.append(_new_fragment(choice, index, None, None, args))
                 continue
             call_id = call.get("id")
             if call_id is not None and (type(call_id) is not str or not call_id):
