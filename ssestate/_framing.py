@@ -102,6 +102,8 @@ _HUGE = 32 * 1024
 # A buffer longer than this that holds complete lines is read in slices of
 # at most this size, each cut after an LF.
 _SLICE = 32 * 1024
+# A batch this short is tried as one event first (see _step).
+_SHORT = 512
 _TERMINATOR = re.compile(rb"\r\n|\r|\n")
 _new_event = _fast(ServerSentEvent)
 _new_heartbeat = _fast(Heartbeat)
@@ -331,14 +333,21 @@ class EventStreamParser:
                 # data exactly when the batch holds no other LF.  The bytes
                 # are cut, then each piece decoded: a piece without emoji
                 # stays narrow, where cutting text decoded whole would
-                # narrow every piece of a batch that holds one.
-                pieces = bytes(batch).split(b"\n\ndata: ")
-                if len(pieces) == 1:
-                    pieces[0] = pieces[0][6:-2]
+                # narrow every piece of a batch that holds one.  A short
+                # batch (small chunks) is usually one event: its data is
+                # the batch between "data: " and the blank line, if that
+                # holds no LF.
+                decode: Callable[..., str] = bytes.decode
+                if end <= _SHORT and 10 not in (one := batch[6:-2]):
+                    pieces: list[Any] | None = [one]
+                    decode = bytearray.decode
                 else:
+                    pieces = bytes(batch).split(b"\n\ndata: ")
                     pieces[0] = pieces[0][6:]
                     pieces[-1] = pieces[-1][:-2]
-                if any(map(contains, pieces, _LF)):
+                    if any(map(contains, pieces, _LF)):
+                        pieces = None
+                if pieces is None:
                     self._interpret(batch)
                 else:
                     self._batch = batch
@@ -348,14 +357,14 @@ class EventStreamParser:
                     self.last_event_id = ident = self._id_buf
                     out = self._out
                     k = len(out)
-                    texts = map(bytes.decode, pieces)  # strict: valid UTF-8, the usual case, is decoded fastest
+                    texts = map(decode, pieces)  # strict: valid UTF-8, the usual case, is decoded fastest
                     try:
                         out.extend(texts if self._raw else map(_new_event, _MESSAGE, texts, repeat(ident), _NONE))
                     except UnicodeDecodeError:
                         # Each piece with replacement, as the whole batch would
                         # be: a cut before an ASCII byte changes no replacement.
                         del out[k:]
-                        texts = map(bytes.decode, pieces, _UTF8, _REPLACE)
+                        texts = map(decode, pieces, _UTF8, _REPLACE)
                         out.extend(texts if self._raw else map(_new_event, _MESSAGE, texts, repeat(ident), _NONE))
                     if not self._eof:  # no block open, and the tail fits (checked above)
                         self._room = self.max_event_size

@@ -209,7 +209,7 @@ def payloads(draw: st.DrawFn) -> bytes:
     return raw
 
 
-@settings(max_examples=300, deadline=None)
+@settings(deadline=None)
 @given(st.lists(payloads(), min_size=1, max_size=3), st.data())
 def test_the_bytes_path_gives_what_the_ordinary_path_gives(items: list[bytes], data: st.DataObject) -> None:
     body = b"".join(event(p) for p in items)
