@@ -28,10 +28,11 @@ The response head decides the mode once, at construction:
   else that is not JSON raises ``RemoteProtocolError`` (``strict=True``) or is
   skipped.  A payload of 32 KiB or more arrives as bytes and goes to
   ``read_large`` (``_large``), which decodes its long strings piece by piece
-  (it hands the bytes back, to be decoded whole, when anything is unusual);
-  an event handed out is then held by the caller alone.  At end of stream: ``Done(sentinel=False)`` when every started
-  choice has finished, else ``Truncated("eof-before-done")`` — unless the
-  parser already reported ``Truncated("partial-event")``.
+  (it hands the bytes back, to be decoded whole, when anything is unusual).
+  At end of stream: ``Done(sentinel=False)`` when every started choice has
+  finished, else ``Truncated("eof-before-done")`` — unless the parser
+  already reported ``Truncated("partial-event")``.  Events handed out are
+  held by the caller alone: a step's output list is let go once queued.
 * **buffered** (any other status or content type): the body is kept (up to
   ``max_event_size``) and read whole at end of stream.  A ``chat.completion``
   on a 2xx status becomes the events a stream of it would have produced, then

@@ -30,10 +30,10 @@ whole list instead (``_take``), with plain "message" data as bare ``str``.
   a new buffer.  A buffer of complete lines longer than 32 KiB (a whole
   body fed at once) is read a slice at a time instead (``_edge``), so that
   a step's text stays in the CPU caches.
-* The batch is decoded once, with replacement.  CR and LF never occur inside
-  a UTF-8 sequence, so decoding complete lines gives the same text whatever
-  the chunking, and a character split across chunks waits, undamaged, in the
-  unterminated tail.
+* The batch is decoded with replacement: whole, or on the hot path (below)
+  event by event.  CR and LF never occur inside a UTF-8 sequence, so
+  decoding complete lines gives the same text whatever the chunking, and a
+  character split across chunks waits, undamaged, in the unterminated tail.
 * CRLF and lone CR are folded into LF (two C-level ``str.replace`` calls,
   skipped when the batch holds no CR); a batch that ends in CR sets
   ``_skip_lf`` so that an LF starting the next data is swallowed, while the
@@ -41,13 +41,15 @@ whole list instead (``_take``), with plain "message" data as bare ``str``.
 * A batch that starts at a block boundary is cut where a blank line is
   followed by ``data: ``: each piece without a line break is one event's
   data.  When the batch is nothing but such events (the hot path, inline in
-  ``_step``) its bytes are cut before decoding, and the pieces, checked
+  ``_step``) its bytes are cut before decoding (a batch of at most
+  ``_SHORT`` bytes is first tried as one event), and the pieces, checked
   for line breaks, are decoded one by one (strict, the fast case; with
   replacement after an error) and turned into events by C-level ``map``
-  loops; otherwise ``_blocks`` reads the decoded text's pieces one by one.  Everything else goes through the line
-  loop (``_lines``): a blank line dispatches, a ``data:`` line is appended
-  to the data list, a comment becomes a ``Heartbeat``, and the other fields
-  are read in its last branch.  A batch of large events is decoded event
+  loops; otherwise ``_blocks`` reads the decoded text's pieces one by one.
+  Everything else goes through the line loop (``_lines``): a blank line
+  dispatches, a ``data:`` line is appended to the data list, a comment
+  becomes a ``Heartbeat``, and the other fields are read in its last
+  branch.  A batch of large events is decoded event
   by event straight from the buffer; an owning ChatStream gets the data of
   an event of ``_HUGE`` bytes or more undecoded, as a ``bytearray`` (the
   batch itself, trimmed, when the event is alone in it).
