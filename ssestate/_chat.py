@@ -318,15 +318,15 @@ class ChatStream:
                     data = data.data
             try:
                 chunk, end = scan(data, 0)
-                if end != len(data) or type(chunk) is not dict:
-                    raise ValueError("not one object")
-            except (StopIteration, ValueError, RecursionError):
+                if end != len(data):
+                    raise ValueError("more than one value")
+                choices = chunk.get("choices")  # AttributeError: not an object, the only JSON type with get
+            except (StopIteration, ValueError, RecursionError, AttributeError):
                 if self._other(data, "message", n):
                     return
                 continue
             if self._missing:
                 self._take_metadata(chunk)
-            choices = chunk.get("choices")
             if type(choices) is not list or not choices:
                 pass
             elif (
