@@ -76,6 +76,7 @@ __all__ = ["ChatStream"]
 # whitespace regex (the caller checks what follows the value itself).
 _scan = make_scanner(json.JSONDecoder())  # type: ignore[arg-type]  # typeshed names the class, not the factory
 _new_delta = _fast(Delta)
+_new_content = _fast(Delta, "choice", "content", "logprobs")  # the usual Delta: text alone
 _new_fragment = _fast(ToolCallFragment)
 _new_finish = _fast(Finish)
 _new_usage = _fast(Usage)
@@ -295,7 +296,7 @@ class ChatStream:
         """
         out = self._out
         append = out.append
-        new_delta = _new_delta
+        new_content = _new_content
         finish_of = self._finish
         for n, data in enumerate(items):
             if type(data) is not str:
@@ -342,7 +343,7 @@ class ChatStream:
                 # finish), read without the general loop below.
                 if type(content := delta.get("content")) is str:
                     if content:
-                        append(new_delta(i, content, None, None, None, c.get("logprobs")))
+                        append(new_content(i, content, c.get("logprobs")))
                 elif type(calls := delta.get("tool_calls")) is not list:
                     self._delta(i, delta, c)
                 elif (
@@ -374,7 +375,7 @@ class ChatStream:
                                 self._delta(i, delta, c)
                         elif type(content := delta.get("content")) is str:  # the usual chunk
                             if content:
-                                append(new_delta(i, content, None, None, None, c.get("logprobs")))
+                                append(new_content(i, content, c.get("logprobs")))
                         elif type(calls := delta.get("tool_calls")) is list:  # a tool-call fragment
                             self._tool_calls(i, calls)
                         else:

@@ -136,12 +136,14 @@ ChatEvent = Delta | ToolCallFragment | Finish | Usage | Done | Heartbeat | Trunc
 _T = TypeVar("_T")
 
 
-def _fast(cls: type[_T]) -> Callable[..., _T]:
+def _fast(cls: type[_T], *given: str) -> Callable[..., _T]:
     """Return a positional constructor for ``cls`` that skips the frozen
-    ``__setattr__`` round trips (see the module docstring)."""
+    ``__setattr__`` round trips (see the module docstring).  With field
+    names ``given``, it takes only those, and the other fields are None."""
     names = [f.name for f in dataclasses.fields(cls)]  # type: ignore[arg-type]
-    body = "".join(f"    self.{n} = {n}\n" for n in names)
-    src = f"def __init__(self, {', '.join(names)}):\n{body}    self.__class__ = cls\n"
+    params = list(given) or names
+    body = "".join(f"    self.{n} = {n if n in params else None}\n" for n in names)
+    src = f"def __init__(self, {', '.join(params)}):\n{body}    self.__class__ = cls\n"
     namespace: dict[str, Any] = {"cls": cls}
     exec(src, namespace)  # noqa: S102 - fixed source built from field names
     twin = type("_fast_" + cls.__name__, (), {"__slots__": tuple(names), "__init__": namespace["__init__"]})
