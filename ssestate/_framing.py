@@ -41,18 +41,18 @@ whole list instead (``_take``), with plain "message" data as bare ``str``.
 * A batch that starts at a block boundary is cut where a blank line is
   followed by ``data: ``: each piece without a line break is one event's
   data.  When the batch is nothing but such events (the hot path, inline in
-  ``_step``) its bytes are cut before decoding (a batch of at most
-  ``_SHORT`` bytes is first tried as one event), and the pieces, checked
-  for line breaks, are decoded one by one (strict, the fast case; with
-  replacement after an error) and turned into events by C-level ``map``
-  loops; otherwise ``_blocks`` reads the decoded text's pieces one by one.
-  Everything else goes through the line loop (``_lines``): a blank line
-  dispatches, a ``data:`` line is appended to the data list, a comment
-  becomes a ``Heartbeat``, and the other fields are read in its last
-  branch.  A batch of large events is decoded event
-  by event straight from the buffer; an owning ChatStream gets the data of
-  an event of ``_HUGE`` bytes or more undecoded, as a ``bytearray`` (the
-  batch itself, trimmed, when the event is alone in it).
+  ``_step``) its bytes are cut before decoding (no cut at all when they
+  hold no other LF: one event), and the pieces, checked for line breaks,
+  are decoded one by one (strict, the fast case; with replacement after an
+  error) and turned into events by C-level ``map`` loops; otherwise
+  ``_blocks`` reads the decoded text's pieces one by one.  Everything else
+  goes through the line loop (``_lines``): a blank line dispatches, a
+  ``data:`` line is appended to the data list, a comment becomes a
+  ``Heartbeat``, and the other fields are read in its last branch.  A
+  batch of large events is decoded event by event straight from the
+  buffer; an owning ChatStream gets the data of an event of ``_HUGE`` bytes
+  or more undecoded, as a ``bytearray`` (the batch itself, trimmed, when
+  the event is alone in it).
 * ``max_event_size`` is checked per step from two numbers (the unterminated
   tail, and the bytes of the open block); a batch that could break it is
   checked line by line in bytes (``_oversize``), so the error comes at the
@@ -104,8 +104,6 @@ _HUGE = 32 * 1024
 # A buffer longer than this that holds complete lines is read in slices of
 # at most this size, each cut after an LF.
 _SLICE = 32 * 1024
-# A batch this short is tried as one event first (see _step).
-_SHORT = 512
 _TERMINATOR = re.compile(rb"\r\n|\r|\n")
 _new_event = _fast(ServerSentEvent)
 _new_heartbeat = _fast(Heartbeat)
@@ -335,18 +333,16 @@ class EventStreamParser:
                 # data exactly when the batch holds no other LF.  The bytes
                 # are cut, then each piece decoded: a piece without emoji
                 # stays narrow, where cutting text decoded whole would
-                # narrow every piece of a batch that holds one.  A short
-                # batch (small chunks) is usually one event: its data is
-                # the batch between "data: " and the blank line, if that
-                # holds no LF.
+                # narrow every piece of a batch that holds one.  Between
+                # the first "data: " and the last blank line, a batch with
+                # no LF is one event's data (the usual batch of small
+                # chunks; the memchr stops at the first LF otherwise).
                 decode: Callable[..., str] = bytes.decode
-                if end <= _SHORT and 10 not in (one := batch[6:-2]):
-                    pieces: list[Any] | None = [one]
+                if 10 not in (body := batch[6:-2]):
+                    pieces: list[Any] | None = [body]
                     decode = bytearray.decode
                 else:
-                    pieces = bytes(batch).split(b"\n\ndata: ")
-                    pieces[0] = pieces[0][6:]
-                    pieces[-1] = pieces[-1][:-2]
+                    pieces = bytes(body).split(b"\n\ndata: ")
                     if any(map(contains, pieces, _LF)):
                         pieces = None
                 if pieces is None:
