@@ -169,8 +169,8 @@ class ChatStream:
         # between; other bytes go to _receive (see _stop).
         self.receive_data = self._parser.receive_data if self._streaming else _receiver(self)
         self._body: bytearray | None = None  # the buffered body, when not streaming
-        self._out: list[ChatEvent] = []  # what the latest step produced...
-        self._queue: Iterator[ChatEvent] = _EXHAUSTED  # ...and an iterator handing it out
+        self._out = _SPENT  # a step's own list while it runs
+        self._queue: Iterator[ChatEvent] = _EXHAUSTED  # what the latest step produced, not yet handed out
         self._finish: dict[int, str | None] = {}  # choice -> finish reason (None: started)
         # For tool calls that come without an index (rare; created when needed):
         # (choice, tool index) -> id, and (choice, array position) -> tool index.
