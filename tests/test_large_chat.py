@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 import ssestate._chat as chat
 import ssestate._framing as framing
 import ssestate._large as large
-from ssestate import CLOSED, NEED_DATA, ChatStream, Delta, Finish, ToolCallFragment
+from ssestate import CLOSED, NEED_DATA, ChatStream, Delta, Done, Finish, ToolCallFragment
 
 
 def run(chunks: list[bytes]) -> list[Any]:
@@ -81,7 +81,7 @@ def test_a_huge_chunk_gives_the_content_json_gives() -> None:
             got, exc = until_error(stream, chunks)
         assert exc is None and read == [True]
         assert got[0] == Delta(0, content)
-        assert got[1:3] == [Finish(0, "stop"), got[2]] and got[-1] is CLOSED
+        assert got[1:] == [Finish(0, "stop"), Done(True), CLOSED]
         assert (stream.response_id, stream.model) == ("c1", "m")
 
 
