@@ -102,12 +102,12 @@ def read_large(raw: bytearray, scan: Callable[[str, int], tuple[Any, int]]) -> d
 def _long_literals(raw: bytearray) -> list[tuple[int, int, str | None]] | None:
     """The spans of the string literals in ``raw`` longer than ``_LONG``
     (with the value when it is ASCII), or None when a literal is not a
-    valid JSON string.  The C string scanner
-    reads the payload's Latin-1 decoding (a copy at one byte a character,
-    whose offsets are the byte offsets): escapes and control characters are
-    ASCII, and every other byte is a character it accepts, so it checks
-    each literal and finds its end.  Scanning from outside a string, a
-    quote opens one; the loop is over literals, not bytes."""
+    valid JSON string.  The C string scanner reads the payload's Latin-1
+    decoding (a copy at one byte a character, whose offsets are the byte
+    offsets): escapes and control characters are ASCII, and every other
+    byte is a character it accepts, so it checks each literal and finds its
+    end.  Scanning from outside a string, a quote opens one; the loop is
+    over literals, not bytes."""
     text = raw.decode("latin-1")
     find = text.find
     spans = []
