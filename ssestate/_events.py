@@ -8,12 +8,13 @@ hash, so every event stays hashable whatever the server sent.
 
 The parsers build thousands of events a second, and a frozen dataclass's
 generated ``__init__`` pays one ``object.__setattr__`` call per field.  So
-each event class has a private twin (``_fast(cls)``): a plain slotted class
-with the same slots whose ``__init__`` stores the fields directly and then
-turns the instance into the public class (``__class__`` assignment between
-classes of identical slot layout).  What comes out is a genuine, frozen
-instance of the public class; only its construction is cheaper.  Don't
-subclass the events.
+each event class has a private twin (``_fast(cls)``): a subclass that adds
+no slots and keeps ``object``'s own attribute setting, whose ``__init__``
+stores the fields directly and then turns the instance into the public
+class (``__class__`` assignment, which a subclass of identical layout passes
+at once).  What comes out is a genuine, frozen instance of the public class;
+only its construction is cheaper.  Don't subclass the events: equality
+compares exact classes.
 """
 
 from __future__ import annotations
@@ -146,5 +147,12 @@ def _fast(cls: type[_T], *given: str) -> Callable[..., _T]:
     src = f"def __init__(self, {', '.join(params)}):\n{body}    self.__class__ = cls\n"
     namespace: dict[str, Any] = {"cls": cls}
     exec(src, namespace)  # noqa: S102 - fixed source built from field names
-    twin = type("_fast_" + cls.__name__, (), {"__slots__": tuple(names), "__init__": namespace["__init__"]})
-    return twin
+    # object's __setattr__ and __delattr__ both (they share one type slot),
+    # so that the stores are plain slot writes, not the frozen class's refusal.
+    members = {
+        "__slots__": (),
+        "__init__": namespace["__init__"],
+        "__setattr__": object.__setattr__,
+        "__delattr__": object.__delattr__,
+    }
+    return type("_fast_" + cls.__name__, (cls,), members)
