@@ -23,12 +23,15 @@ The response head decides the mode once, at construction:
   payload is decoded with the C JSON scanner; an object is read in ``_feed``
   (the hot path: choices in array order, per choice its ``Delta``, its
   ``ToolCallFragment``s, its ``Finish``; then ``Usage``; then ``StreamError``
-  when the chunk has a non-empty ``error`` member; rare shapes go to
-  ``_delta``, ``_tool_calls``, ``_usage_and_error`` and ``_other``).  Anything
-  else that is not JSON raises ``RemoteProtocolError`` (``strict=True``) or is
-  skipped.  A payload of 32 KiB or more arrives as bytes and goes to
-  ``read_large`` (``_large``), which decodes its long strings piece by piece
-  (it hands the bytes back, to be decoded whole, when anything is unusual).
+  when the chunk has a non-empty ``error`` member).  ``_feed`` itself reads
+  only the usual chunk (one choice, a lone text or tool-call fragment); the
+  general loop over choices is ``_choices``, and rare shapes go to
+  ``_delta``, ``_tool_calls``, ``_usage_and_error``, ``_item`` (items that
+  are not a payload's text) and ``_other``.  Anything else that is not JSON
+  raises ``RemoteProtocolError`` (``strict=True``) or is skipped.  A payload
+  of 32 KiB or more arrives as bytes and goes to ``read_large`` (``_large``),
+  which decodes its long strings piece by piece (it hands the bytes back, to
+  be decoded whole, when anything is unusual).
   At end of stream: ``Done(sentinel=False)`` when every started choice has
   finished, else ``Truncated("eof-before-done")`` — unless the parser
   already reported ``Truncated("partial-event")``.  Events handed out are
@@ -284,7 +287,7 @@ class ChatStream:
 
     # -- stream mode ------------------------------------------------------------
 
-    def _feed(self, items: list[Any], scan: Callable[[Any, int], tuple[Any, int]] = _scan) -> None:
+    def _feed(self, items: list[Any], scan: Callable[[Any, int], tuple[Any, int]] = _scan, first: int = 0) -> None:
         """Interpret what one parser step produced: the hot path.
 
         ``items`` holds the data of plain "message" events as str (as a
@@ -292,101 +295,120 @@ class ChatStream:
         and ``Heartbeat`` / ``Truncated``.  A JSON object is a chunk,
         interpreted here; everything else goes to ``_other``.  Stops at
         ``[DONE]`` and at a strict-mode error.  ``scan`` gives the JSON
-        value at an index of a payload, and where it ends.
+        value at an index of a payload, and where it ends; ``first`` is the
+        place of ``items[0]`` in the parser step's output (for offsets in
+        error messages).
         """
         out = self._out
         append = out.append
         new_content = _new_content
         finish_of = self._finish
-        for n, data in enumerate(items):
-            if type(data) is not str:
-                if type(data) is bytearray:  # a huge payload, as its bytes
-                    large = read_large(data, _scan)
-                    if large is not None:
-                        # Interpreted as a payload whose scan gives this chunk.
-                        self._feed([""], _given(large))
-                        continue
-                    data = data.decode("utf-8", "replace")
-                elif type(data) is not ServerSentEvent:  # Heartbeat, or Truncated at the end
-                    self._truncated = type(data) is Truncated
-                    append(data)
-                    continue
-                elif data.event == "error":
-                    if self._other(data.data, "error", n):
-                        return
-                    continue
-                else:
-                    data = data.data
+        for n, data in enumerate(items, first):
             try:
-                chunk, end = scan(data, 0)
+                chunk, end = scan(data, 0)  # TypeError: an item that is not text
                 if end != len(data):
                     raise ValueError("more than one value")
                 choices = chunk.get("choices")  # AttributeError: not an object, the only JSON type with get
+            except TypeError:
+                if self._item(data, n):
+                    return
+                continue
             except (StopIteration, ValueError, RecursionError, AttributeError):
                 if self._other(data, "message", n):
                     return
                 continue
             if self._missing:
                 self._take_metadata(chunk)
-            if type(choices) is not list or not choices:
-                pass
-            elif (
-                len(choices) == 1
-                and type(c := choices[0]) is dict
-                and type(delta := c.get("delta")) is dict
-                and len(delta) == 1
-                and type(i := c.get("index")) is int
-                and finish_of.get(i, 0) is None  # a choice that started and has not finished
-                and not c.get("finish_reason")
-            ):
-                # The usual chunk (one choice, one member in its delta, no
-                # finish), read without the general loop below.
-                if type(content := delta.get("content")) is str:
-                    if content:
-                        append(new_content(i, content, c.get("logprobs")))
-                elif type(calls := delta.get("tool_calls")) is not list:
-                    self._delta(i, delta, c)
-                elif (
-                    len(calls) == 1
-                    and type(call := calls[0]) is dict
-                    and len(call) == 2
-                    and type(index := call.get("index")) is int
-                    and type(fn := call.get("function")) is dict
-                    and len(fn) == 1
-                    and type(args := fn.get("arguments")) is str
-                ):
-                    # The usual fragment: {"index": i, "function": {"arguments": ...}}.
-                    append(_new_fragment(i, index, None, None, args))
-                else:
-                    self._tool_calls(i, calls)
-            else:
-                for pos, c in enumerate(choices):
-                    if type(c) is not dict:
-                        continue
-                    i = c.get("index")
-                    if type(i) is not int:
-                        i = pos
-                    if i not in finish_of:
-                        finish_of[i] = None
-                    delta = c.get("delta")
-                    if type(delta) is dict:
-                        if len(delta) != 1:
-                            if delta:
-                                self._delta(i, delta, c)
-                        elif type(content := delta.get("content")) is str:  # the usual chunk
-                            if content:
-                                append(new_content(i, content, c.get("logprobs")))
-                        elif type(calls := delta.get("tool_calls")) is list:  # a tool-call fragment
-                            self._tool_calls(i, calls)
-                        else:
-                            self._delta(i, delta, c)
-                    reason = c.get("finish_reason")
-                    if reason and type(reason) is str and finish_of[i] != reason:
-                        finish_of[i] = reason
-                        append(_new_finish(i, reason))
+            if type(choices) is list and choices:
+                if len(choices) == 1:
+                    # The usual chunk: one choice that started and has not
+                    # finished, one member in its delta, no finish.  Its
+                    # containers are read with subscripts and len(), so a
+                    # member of another shape ends the reading with an
+                    # exception before anything is queued, and the general
+                    # loop reads the chunk instead.
+                    try:
+                        c = choices[0]
+                        delta = c["delta"]  # TypeError: the choice is not an object
+                        if (
+                            len(delta) == 1
+                            and type(i := c.get("index")) is int
+                            and finish_of.get(i, 0) is None
+                            and not c.get("finish_reason")
+                        ):
+                            if type(content := delta.get("content")) is str:  # AttributeError: not an object
+                                if content:
+                                    append(new_content(i, content, c.get("logprobs")))
+                                choices = None
+                            elif (
+                                (calls := delta.get("tool_calls")) is not None
+                                and len(calls) == 1
+                                and len(call := calls[0]) == 2
+                                and type(index := call["index"]) is int
+                                and len(fn := call["function"]) == 1
+                                and type(args := fn["arguments"]) is str
+                            ):
+                                # The usual fragment: {"index": i, "function": {"arguments": ...}}.
+                                append(_new_fragment(i, index, None, None, args))
+                                choices = None
+                    except (LookupError, TypeError, AttributeError):
+                        pass
+                if choices is not None:
+                    self._choices(choices)
             usage = chunk.get("usage")
             if usage or "x_groq" in chunk or "error" in chunk:
                 self._usage_and_error(chunk, usage)
+
+    def _choices(self, choices: list[Any]) -> None:
+        """A chunk's choices, in array order: per choice its ``Delta``, its
+        ``ToolCallFragment``s, its ``Finish``."""
+        append = self._out.append
+        finish_of = self._finish
+        for pos, c in enumerate(choices):
+            if type(c) is not dict:
+                continue
+            i = c.get("index")
+            if type(i) is not int:
+                i = pos
+            if i not in finish_of:
+                finish_of[i] = None
+            delta = c.get("delta")
+            if type(delta) is dict:
+                if len(delta) != 1:
+                    if delta:
+                        self._delta(i, delta, c)
+                elif type(content := delta.get("content")) is str:  # the usual chunk
+                    if content:
+                        append(_new_content(i, content, c.get("logprobs")))
+                elif type(calls := delta.get("tool_calls")) is list:  # a tool-call fragment
+                    self._tool_calls(i, calls)
+                else:
+                    self._delta(i, delta, c)
+            reason = c.get("finish_reason")
+            if reason and type(reason) is str and finish_of[i] != reason:
+                finish_of[i] = reason
+                append(_new_finish(i, reason))
+
+    def _item(self, data: Any, n: int) -> bool:
+        """An item of a parser step that is not a payload's text: the bytes of
+        a huge payload, an event other than a plain "message", a
+        ``Heartbeat`` or ``Truncated``.  ``n`` is its place in the batch.
+        Returns True when nothing after it may be read."""
+        if type(data) is bytearray:  # a huge payload, as its bytes
+            large = read_large(data, _scan)
+            if large is not None:
+                # Interpreted as a payload whose scan gives this chunk.
+                self._feed([""], _given(large), n)
+            else:
+                self._feed([data.decode("utf-8", "replace")], _scan, n)
+        elif type(data) is not ServerSentEvent:  # Heartbeat, or Truncated at the end
+            self._truncated = type(data) is Truncated
+            self._out.append(data)
+        elif data.event == "error":
+            return self._other(data.data, "error", n)
+        else:
+            self._feed([data.data], _scan, n)
+        return self._done or self._pending_error is not None
 
     def _delta(self, i: int, delta: dict[str, Any], choice: dict[str, Any]) -> None:
         """A delta other than a lone ``content``: role, reasoning, refusal,
@@ -449,7 +471,7 @@ class ChatStream:
             value, failure = None, str(exc)
         if type(value) is dict and (event != "error" or value.get("error")):
             # A chunk (an error member included) with whitespace around it.
-            self._feed([text])
+            self._feed([text], _scan, n)
             return self._done or self._pending_error is not None
         if event == "error":
             if type(value) is dict:
