@@ -81,6 +81,7 @@ _scan = make_scanner(json.JSONDecoder())  # type: ignore[arg-type]  # typeshed n
 _new_delta = _fast(Delta)
 _new_content = _fast(Delta, "choice", "content", "logprobs")  # the usual Delta: text alone
 _new_fragment = _fast(ToolCallFragment)
+_new_arguments = _fast(ToolCallFragment, "choice", "index", "arguments")  # the usual fragment
 _new_finish = _fast(Finish)
 _new_usage = _fast(Usage)
 _ASCII_WS = " \t\n\r\x0c"
@@ -332,7 +333,7 @@ class ChatStream:
                         delta = c["delta"]  # TypeError: the choice is not an object
                         if (
                             len(delta) == 1
-                            and type(i := c.get("index")) is int
+                            and type(i := c["index"]) is int  # KeyError: no index (rare)
                             and finish_of.get(i, 0) is None
                             and not c.get("finish_reason")
                         ):
@@ -349,7 +350,7 @@ class ChatStream:
                                 and type(args := fn["arguments"]) is str
                             ):
                                 # The usual fragment: {"index": i, "function": {"arguments": ...}}.
-                                append(_new_fragment(i, index, None, None, args))
+                                append(_new_arguments(i, index, args))
                                 choices = None
                     except (LookupError, TypeError, AttributeError):
                         pass
