@@ -302,6 +302,7 @@ class EventStreamParser:
         if (self._skip_lf or not self._started or len(self._buf) > _SLICE) and self._edge():
             return
         buf = self._buf
+        size = len(buf)
         end = buf.rfind(b"\n") + 1
         cr = 13 in buf
         if cr:
@@ -310,14 +311,14 @@ class EventStreamParser:
             # The buffer itself becomes the batch; only the tail (bytes after
             # the last terminator, at most about one chunk) is copied out.
             batch = buf
-            if end == len(buf):
+            if end == size:
                 self._buf = buf = bytearray()
             else:
                 self._buf = buf = buf[end:]
                 del batch[end:]
             if cr:
                 self._skip_lf = batch[-1] == 0x0D and not buf
-            if len(batch) + len(buf) > self._room:
+            if size > self._room:  # the batch and the tail
                 if not self._interpret_within_limit(batch):
                     return
             elif (
@@ -353,15 +354,14 @@ class EventStreamParser:
                     self._batch_has_data = False
                     self._offset += end
                     self.last_event_id = ident = self._id_buf
-                    out = self._out
-                    k = len(out)
+                    out = self._out  # empty: nothing before the hot path adds to it
                     texts = map(decode, pieces)  # strict: valid UTF-8, the usual case, is decoded fastest
                     try:
                         out.extend(texts if self._raw else map(_new_event, _MESSAGE, texts, repeat(ident), _NONE))
                     except UnicodeDecodeError:
                         # Each piece with replacement, as the whole batch would
                         # be: a cut before an ASCII byte changes no replacement.
-                        del out[k:]
+                        out.clear()
                         texts = map(decode, pieces, _UTF8, _REPLACE)
                         out.extend(texts if self._raw else map(_new_event, _MESSAGE, texts, repeat(ident), _NONE))
                     if not self._eof:  # no block open, and the tail fits (checked above)
