@@ -341,18 +341,18 @@ class ChatStream:
                                 if content:
                                     append(new_content(i, content, c.get("logprobs")))
                                 choices = None
-                            elif (
-                                (calls := delta.get("tool_calls")) is not None
-                                and len(calls) == 1
-                                and len(call := calls[0]) == 2
-                                and type(index := call["index"]) is int
-                                and len(fn := call["function"]) == 1
-                                and type(args := fn["arguments"]) is str
-                            ):
-                                # The usual fragment: {"index": i, "function": {"arguments": ...}}.
-                                append(_new_arguments(i, index, args))
-                                choices = None
-                    except (LookupError, TypeError, AttributeError):
+                            elif (calls := delta.get("tool_calls")) is not None:
+                                [call] = calls  # ValueError: not one call
+                                if (
+                                    len(call) == 2
+                                    and type(index := call["index"]) is int
+                                    and len(fn := call["function"]) == 1
+                                    and type(args := fn["arguments"]) is str
+                                ):
+                                    # The usual fragment: {"index": i, "function": {"arguments": ...}}.
+                                    append(_new_arguments(i, index, args))
+                                    choices = None
+                    except (LookupError, TypeError, AttributeError, ValueError):
                         pass
                 if choices is not None:
                     self._choices(choices)
