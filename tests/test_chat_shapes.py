@@ -3,10 +3,12 @@
 ``ChatStream`` reads the usual one-choice chunk on a short path and every
 other chunk with its general loop.  A ``choices`` entry that is not an object
 is skipped, so a chunk whose choices are ``[c, null]`` goes through the
-general loop and must give exactly the events ``[c]`` gives.  The choices
-below are the usual ones (a text delta; a tool-call fragment with ``index``
-and ``function.arguments``) and their near misses, with up to two edits
-anywhere: a place given any JSON value, removed, or given one more member.
+general loop and must give exactly the events ``[c]`` gives; and the
+events of a chunk with two indexed choices are those of two chunks with one
+each.  The choices below are the usual ones (a text delta; a tool-call
+fragment with ``index`` and ``function.arguments``) and their near misses,
+with up to two edits anywhere: a place given any JSON value, removed, or
+given one more member.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from typing import Any
 
 from chatgen import _paths, json_values
 from helpers import feed_all
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from ssestate import ChatStream, Delta, Finish, ToolCallFragment
@@ -90,6 +92,17 @@ def test_a_choice_reads_the_same_alone_and_beside_a_skipped_one(choice: Any, sta
     alone = feed_all(ChatStream(), [*head, _line({"choices": [choice]}), STOP])
     beside = feed_all(ChatStream(), [*head, _line({"choices": [choice, None]}), STOP])
     assert repr(alone) == repr(beside)  # repr: Delta(choice=False) == Delta(choice=0)
+
+
+@settings(max_examples=4 * settings.default.max_examples)
+@given(choices(), choices(), st.booleans())
+def test_two_choices_in_one_chunk_read_as_in_two_chunks(first: Any, second: Any, started: bool) -> None:
+    # A choice without an integer index takes its array position.
+    assume(all(type(c) is not dict or type(c.get("index")) is int for c in (first, second)))
+    head = [START] if started else []
+    one = feed_all(ChatStream(), [*head, _line({"choices": [first, second]}), STOP])
+    two = feed_all(ChatStream(), [*head, _line({"choices": [first]}), _line({"choices": [second]}), STOP])
+    assert repr(one) == repr(two)
 
 
 def test_the_usual_chunks_and_their_near_misses() -> None:
