@@ -320,41 +320,39 @@ class ChatStream:
                 continue
             if self._missing:
                 self._take_metadata(chunk)
-            if type(choices) is list:
-                # The usual chunk: one choice that started and has not
-                # finished, one member in its delta, no finish.  Its
-                # containers are read by unpacking, subscripts and len(),
-                # so a member of another shape ends the reading with an
-                # exception before anything is queued, and the general loop
-                # reads the chunk instead.
-                try:
-                    [c] = choices  # ValueError: not one choice
-                    delta = c["delta"]  # TypeError: the choice is not an object
-                    if (
-                        len(delta) == 1
-                        and type(i := c["index"]) is int  # KeyError: no index (rare)
-                        and finish_of.get(i, 0) is None
-                        and not c.get("finish_reason")
-                    ):
-                        if type(content := delta.get("content")) is str:  # AttributeError: not an object
-                            if content:
-                                append(new_content(i, content, c.get("logprobs")))
+            # The usual chunk: one choice that started and has not finished,
+            # one member in its delta, no finish.  Its containers are read by
+            # unpacking, subscripts and len(), so a member of another shape
+            # ends the reading with an exception before anything is queued,
+            # and the general loop reads the chunk instead.
+            try:
+                [c] = choices  # ValueError: not one choice; TypeError: no list
+                delta = c["delta"]  # TypeError: the choice is not an object
+                if (
+                    len(delta) == 1
+                    and type(i := c["index"]) is int  # KeyError: no index (rare)
+                    and finish_of.get(i, 0) is None
+                    and not c.get("finish_reason")
+                ):
+                    if type(content := delta.get("content")) is str:  # AttributeError: not an object
+                        if content:
+                            append(new_content(i, content, c.get("logprobs")))
+                        choices = None
+                    elif (calls := delta.get("tool_calls")) is not None:
+                        [call] = calls  # ValueError: not one call
+                        if (
+                            len(call) == 2
+                            and type(index := call["index"]) is int
+                            and len(fn := call["function"]) == 1
+                            and type(args := fn["arguments"]) is str
+                        ):
+                            # The usual fragment: {"index": i, "function": {"arguments": ...}}.
+                            append(_new_arguments(i, index, args))
                             choices = None
-                        elif (calls := delta.get("tool_calls")) is not None:
-                            [call] = calls  # ValueError: not one call
-                            if (
-                                len(call) == 2
-                                and type(index := call["index"]) is int
-                                and len(fn := call["function"]) == 1
-                                and type(args := fn["arguments"]) is str
-                            ):
-                                # The usual fragment: {"index": i, "function": {"arguments": ...}}.
-                                append(_new_arguments(i, index, args))
-                                choices = None
-                except (LookupError, TypeError, AttributeError, ValueError):
-                    pass
-                if choices is not None:
-                    self._choices(choices)
+            except (LookupError, TypeError, AttributeError, ValueError):
+                pass
+            if type(choices) is list:  # not read above: the general loop
+                self._choices(choices)
             usage = chunk.get("usage")
             if usage or "x_groq" in chunk or "error" in chunk:
                 self._usage_and_error(chunk, usage)
