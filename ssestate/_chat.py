@@ -351,7 +351,7 @@ class ChatStream:
                             choices = None
             except (LookupError, TypeError, AttributeError, ValueError):
                 pass
-            if type(choices) is list:  # not read above: the general loop
+            if choices is not None and type(choices) is list:  # not read above: the general loop
                 self._choices(choices)
             usage = chunk.get("usage")
             if usage or "x_groq" in chunk or "error" in chunk:
