@@ -52,7 +52,9 @@ whole list instead (``_take``), with plain "message" data as bare ``str``.
   batch of large events is decoded event by event straight from the
   buffer; an owning ChatStream gets the data of an event of ``_HUGE`` bytes
   or more undecoded, as a ``bytearray`` (the batch itself, trimmed, when
-  the event is alone in it).
+  the event is alone in it).  A batch that is one lone ``data: `` line, or
+  one lone blank line that ends the block such a line opened (a server or
+  proxy that sends the blank line on its own), is read in ``_step`` too.
 * ``max_event_size`` is checked per step from two numbers (the unterminated
   tail, and the bytes of the open block); a batch that could break it is
   checked line by line in bytes (``_oversize``), so the error comes at the
@@ -74,7 +76,7 @@ from __future__ import annotations
 
 import re
 import weakref
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from itertools import repeat
 from operator import contains
 from typing import Any, Union, cast
@@ -98,6 +100,7 @@ _EXHAUSTED: Iterator[FramingEvent] = iter(())
 # memory and copying on streams of large events).
 _BIG = 4096
 _ONE_EVENT = bytearray(b"data: \n\n")
+_BLANK = ("",)  # the lines of a lone blank line
 # An owning ChatStream gets the data of an event at least this large as its
 # bytes, undecoded (see _large_events).
 _HUGE = 32 * 1024
@@ -367,6 +370,24 @@ class EventStreamParser:
                     if not self._eof:  # no block open, and the tail fits (checked above)
                         self._room = self.max_event_size
                         return
+            elif not cr and end == 1 and self._open:
+                # A lone blank line: it ends the block that earlier bytes
+                # opened (a server that writes the blank line on its own).
+                self._batch = batch
+                self._batch_base = self._offset
+                self._batch_has_data = bool(self._data)
+                self._offset += 1
+                self._lines(_BLANK)
+            elif not cr and not self._open and batch.startswith(b"data: ") and batch.find(b"\n") == end - 1:
+                # A lone data line: it opens a block that a later blank
+                # line ends.
+                self._batch = batch
+                self._batch_base = self._block_start = self._offset
+                self._batch_has_data = False
+                self._offset += end
+                with memoryview(batch) as view:
+                    self._data = [str(view[6:-1], "utf-8", "replace")]
+                self._open = True
             else:
                 self._interpret(batch)
         held = self._offset - self._block_start if self._open else 0
@@ -591,7 +612,7 @@ class EventStreamParser:
                 self.last_event_id = ident
             self._lines(_split_lines("data: " + last))
 
-    def _lines(self, lines: list[str]) -> None:
+    def _lines(self, lines: Iterable[str]) -> None:
         """Interpret complete lines: the hot path.
 
         The block state lives in locals for the loop and is written back once
@@ -599,6 +620,7 @@ class EventStreamParser:
         are nearly every line of a real stream.
         """
         out = self._out
+        raw = self._raw
         data = self._data
         is_open = self._open
         etype = self._type
@@ -613,7 +635,10 @@ class EventStreamParser:
                     last_id = ident
                     if data:
                         value = data[0] if len(data) == 1 else "\n".join(data)
-                        out.append(_new_event(etype or "message", value, ident, retry))
+                        if raw and (not etype or etype == "message"):
+                            out.append(value)  # an owning ChatStream reads only the data
+                        else:
+                            out.append(_new_event(etype or "message", value, ident, retry))
                         data = []
                     etype = ""
                     retry = None

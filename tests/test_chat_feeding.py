@@ -6,9 +6,20 @@ from __future__ import annotations
 import gc
 import weakref
 
-from helpers import feed_all
+from helpers import feed_all, until_error
 
-from ssestate import CLOSED, NEED_DATA, ChatStream, Delta, Done, Finish, LocalProtocolError, RemoteProtocolError
+from ssestate import (
+    CLOSED,
+    NEED_DATA,
+    ChatStream,
+    Delta,
+    Done,
+    Finish,
+    Heartbeat,
+    LocalProtocolError,
+    RemoteProtocolError,
+    Truncated,
+)
 
 HI = b'data: {"choices":[{"index":0,"delta":{"content":"hi"},"finish_reason":null}]}\n\n'
 STOP = b'data: {"choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}\n\n'
@@ -107,3 +118,24 @@ def test_next_event_costs_no_frame_while_idle_and_holds_no_cycle() -> None:
     assert feed_all(stream, []) == [Finish(0, "stop"), Done(False), CLOSED]
     assert not hasattr(stream.next_event, "__func__")  # closed for good: no bound method either
     assert stream.next_event() is CLOSED
+
+
+def test_blank_lines_in_chunks_of_their_own() -> None:
+    """A server that writes each event's blank line on its own: the parser
+    holds each data line as an open block until its blank line comes, and
+    every event, the end of stream and an error offset are what one
+    chunk gives."""
+    tail = b'data: {"choices":[{"index":0,"delta":{"content":"\xe6\xb5\x81"},"finish_reason":null}]}\n'
+    lines = [HI[:-1], b"\n", b"data: not json\n", b"\n"]
+    whole, error = until_error(ChatStream(), [b"".join(lines)])
+    split, split_error = until_error(ChatStream(), lines)
+    assert whole == split == [Delta(0, "hi")]
+    assert error is not None and split_error is not None
+    assert (error.offset, str(error)) == (split_error.offset, str(split_error)) == (len(HI) + 15, str(error))
+    # A data line whose blank line never comes is a partial event of its own size.
+    events = feed_all(ChatStream(), [HI[:-1], b"\n", tail])
+    assert events == [Delta(0, "hi"), Truncated("partial-event", len(tail)), CLOSED]
+    # A comment between a data line and its blank line (read at once), and an
+    # event type.
+    events = feed_all(ChatStream(), [b"event: message\n", HI[:-1], b": ping\n", b"\n", tail, b"\n", STOP])
+    assert events == [Heartbeat("ping"), Delta(0, "hi"), Delta(0, "\u6d41"), Finish(0, "stop"), Done(False), CLOSED]
