@@ -139,7 +139,6 @@ class EventStreamParser:
         "__weakref__",
         "_accepts",
         "_batch",
-        "_batch_base",
         "_batch_has_data",
         "_block_retry",
         "_block_start",
@@ -206,8 +205,8 @@ class EventStreamParser:
         self._open = False  # a field line was read since the last blank line
         self._block_start = 0  # stream offset of that block's first field line
         # The latest batch, kept for the rare paths that need line offsets.
+        # It ends at _offset (it starts at _offset - len(_batch)).
         self._batch: bytes | bytearray = b""
-        self._batch_base = 0
         self._batch_has_data = False  # the data buffer was not empty before it
 
     # -- public API ---------------------------------------------------------
@@ -353,7 +352,6 @@ class EventStreamParser:
                     self._interpret(batch)
                 else:
                     self._batch = batch
-                    self._batch_base = self._offset
                     self._batch_has_data = False
                     self._offset += end
                     self.last_event_id = ident = self._id_buf
@@ -374,7 +372,6 @@ class EventStreamParser:
                 # A lone blank line: it ends the block that earlier bytes
                 # opened (a server that writes the blank line on its own).
                 self._batch = batch
-                self._batch_base = self._offset
                 self._batch_has_data = bool(self._data)
                 self._offset += 1
                 self._lines(_BLANK)
@@ -382,7 +379,7 @@ class EventStreamParser:
                 # A lone data line: it opens a block that a later blank
                 # line ends.
                 self._batch = batch
-                self._batch_base = self._block_start = self._offset
+                self._block_start = self._offset
                 self._batch_has_data = False
                 self._offset += end
                 with memoryview(batch) as view:
@@ -499,7 +496,6 @@ class EventStreamParser:
         """Interpret a batch of complete lines."""
         was_open = self._open
         self._batch = batch
-        self._batch_base = self._offset
         self._batch_has_data = bool(self._data)
         size = len(batch)
         self._offset += size
@@ -560,7 +556,6 @@ class EventStreamParser:
             # Keep a stand-in with the same line structure, not the bytes
             # (for _item_offset): the large event is held once, as its data.
             self._batch = _ONE_EVENT
-            self._batch_base += size - len(_ONE_EVENT)
         ident = self._id_buf
         if self._raw:
             self._out.extend(values)
@@ -682,12 +677,13 @@ class EventStreamParser:
 
     def _line_offset(self, k: int) -> int:
         """Stream offset of the start of line ``k`` of the latest batch."""
+        base = self._offset - len(self._batch)
         if k == 0:
-            return self._batch_base
+            return base
         ends = _TERMINATOR.finditer(self._batch)
         for _ in range(k - 1):
             next(ends)
-        return self._batch_base + next(ends).end()
+        return base + next(ends).end()
 
     def _item_offset(self, nth: int) -> int:
         """Stream offset where the line that produced item ``nth`` of the
