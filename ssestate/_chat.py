@@ -371,17 +371,8 @@ class ChatStream:
             if i not in finish_of:
                 finish_of[i] = None
             delta = c.get("delta")
-            if type(delta) is dict:
-                if len(delta) != 1:
-                    if delta:
-                        self._delta(i, delta, c)
-                elif type(content := delta.get("content")) is str:  # the usual chunk
-                    if content:
-                        append(_new_content(i, content, c.get("logprobs")))
-                elif type(calls := delta.get("tool_calls")) is list:  # a tool-call fragment
-                    self._tool_calls(i, calls)
-                else:
-                    self._delta(i, delta, c)
+            if delta and type(delta) is dict:
+                self._delta(i, delta, c)
             reason = c.get("finish_reason")
             if reason and type(reason) is str and finish_of[i] != reason:
                 finish_of[i] = reason
@@ -409,8 +400,9 @@ class ChatStream:
         return self._done or self._pending_error is not None
 
     def _delta(self, i: int, delta: dict[str, Any], choice: dict[str, Any]) -> None:
-        """A delta other than a lone ``content``: role, reasoning, refusal,
-        tool calls; empty strings and other types count as absent."""
+        """A choice's delta read in full (``_feed`` reads the usual lone text or
+        fragment itself): role, content, reasoning, refusal, tool calls;
+        empty strings and other types count as absent."""
         content = delta.get("content")
         if type(content) is not str:
             content = ""
