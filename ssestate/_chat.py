@@ -32,6 +32,20 @@ The response head decides the mode once, at construction:
   of 32 KiB or more arrives as bytes and goes to ``read_large`` (``_large``),
   which decodes its long strings piece by piece (it hands the bytes back, to
   be decoded whole, when anything is unusual).
+
+  **Templates.**  The usual chunks of one stream differ in one string (the
+  text, or the arguments fragment) and, on api.openai.com, a random padding
+  string: the rest of the payload is the same text.  So after parsing a usual
+  chunk, ``_learn`` keeps its text around that string as a *template*
+  (``_template``: checked once with a probe parse), and ``_fit`` reads a
+  later payload that matches a template by scanning that one string with the
+  C string reader; no object tree is built.  A payload that matches no
+  template is parsed as above.  A stream keeps at most four templates (one
+  per choice when ``n`` > 1), learns when a usual chunk matches none, and
+  backs off (waits for twice as many misses, up to 256) while the templates
+  it learns go unused: a server that changes its envelope on every chunk
+  costs one learning in 256 chunks.
+
   At end of stream: ``Done(sentinel=False)`` when every started choice has
   finished, else ``Truncated("eof-before-done")`` — unless the parser
   already reported ``Truncated("partial-event")``.  Events handed out are
@@ -44,8 +58,9 @@ The response head decides the mode once, at construction:
 Per-stream state is small: the parser, the output queue, the finish reason
 of every choice seen (to emit ``Finish`` once per reason and to decide
 between ``Done`` and ``Truncated``), the ids of tool calls that came without
-an ``index`` (to tell a new call from a continuation), the metadata
-attributes, and the flags for end of stream, ``[DONE]`` and errors.
+an ``index`` (to tell a new call from a continuation), the templates (let go
+when the stream stops being live), the metadata attributes, and the flags
+for end of stream, ``[DONE]`` and errors.
 """
 
 from __future__ import annotations
@@ -78,6 +93,9 @@ __all__ = ["ChatStream"]
 # value at an index, without json.loads's argument checks and trailing
 # whitespace regex (the caller checks what follows the value itself).
 _scan = make_scanner(json.JSONDecoder())  # type: ignore[arg-type]  # typeshed names the class, not the factory
+# The C scanner's string reader: (text, end) for the literal whose opening
+# quote is just before the index.
+_scanstring: Callable[[str, int], tuple[str, int]] = json.decoder.scanstring  # type: ignore[attr-defined]
 _new_delta = _fast(Delta)
 _new_content = _fast(Delta, "choice", "content", "logprobs")  # the usual Delta: text alone
 _new_fragment = _fast(ToolCallFragment)
@@ -85,12 +103,26 @@ _new_arguments = _fast(ToolCallFragment, "choice", "index", "arguments")  # the 
 _new_finish = _fast(Finish)
 _new_usage = _fast(Usage)
 _ASCII_WS = " \t\n\r\x0c"
+# Templates (see _fit and _template): at most this many per stream, learnt
+# from payloads of at most this many characters; after a learnt template
+# goes unused, learning waits for twice as many usual chunks (up to _PATIENCE)
+# before it tries again.
+_TEMPLATES = 4
+_TEMPLATE_SIZE = 2048
+_PATIENCE = 256
+_PROBE = "ssestate probe"
+_PROBE_PAD = "ssestate padding probe"
+_PAD = "obfuscation"  # OpenAI's random padding: a top-level string no event reads
 _META = ("id", "model", "created", "system_fingerprint")
 _DONE_SENTINEL = Done(True)
 _EXHAUSTED: Iterator[ChatEvent] = iter(())
 # The output "list" between steps (a step starts a list of its own): a tuple,
 # so that appending to it outside a step fails loudly.
 _SPENT = cast("list[ChatEvent]", ())
+# A template: (head, tail, pad, choice, tool index or -1 for text); see
+# _template.  A stream holds none (this tuple) until it learns one.
+_Template = tuple[str, str, "str | None", int, int]
+_NO_TEMPLATES = cast("list[_Template]", ())
 
 
 class ChatStream:
@@ -125,6 +157,7 @@ class ChatStream:
         "_eof",
         "_finish",
         "_live",
+        "_misses",
         "_missing",
         "_out",
         "_parser",
@@ -132,9 +165,11 @@ class ChatStream:
         "_poisoned",
         "_queue",
         "_streaming",
+        "_templates",
         "_tool_ids",
         "_tool_pos",
         "_truncated",
+        "_wait",
         "content_type",
         "created",
         "model",
@@ -185,6 +220,11 @@ class ChatStream:
         self._truncated = False
         self._pending_error: RemoteProtocolError | None = None
         self._poisoned: str | None = None
+        # Templates of the usual chunk, most recently used first (see _fit),
+        # and when to learn the next one (see _learn).
+        self._templates = _NO_TEMPLATES
+        self._misses = 0
+        self._wait = 0
 
     # -- public API ---------------------------------------------------------
 
@@ -222,6 +262,7 @@ class ChatStream:
         """The stream is no longer live (``[DONE]``, the end of the body, an
         error): from now on bytes go to ``_receive``."""
         self._live = False
+        self._templates = _NO_TEMPLATES
         self._eof = self._eof or self._parser._eof
         self.receive_data = _receiver(self)
 
@@ -305,6 +346,8 @@ class ChatStream:
         new_content = _new_content
         finish_of = self._finish
         for n, data in enumerate(items, first):
+            if self._templates and self._fit(data):  # a usual chunk that matches a template: no parse
+                continue
             try:
                 chunk, end = scan(data, 0)  # TypeError: an item that is not text
                 if end != len(data):
@@ -338,6 +381,7 @@ class ChatStream:
                         if content:
                             append(new_content(i, content, c.get("logprobs")))
                         choices = None
+                        self._learn(data, chunk, i, -1, content)
                     elif (calls := delta.get("tool_calls")) is not None:
                         [call] = calls  # ValueError: not one call
                         if (
@@ -349,6 +393,7 @@ class ChatStream:
                             # The usual fragment: {"index": i, "function": {"arguments": ...}}.
                             append(_new_arguments(i, index, args))
                             choices = None
+                            self._learn(data, chunk, i, index, args)
             except (LookupError, TypeError, AttributeError, ValueError):
                 pass
             if choices is not None and type(choices) is list:  # not read above: the general loop
@@ -356,6 +401,56 @@ class ChatStream:
             usage = chunk.get("usage")
             if usage or "x_groq" in chunk or "error" in chunk:
                 self._usage_and_error(chunk, usage)
+
+    def _fit(self, data: Any) -> bool:
+        """Read a payload that matches a template (see ``_template``): its one
+        varying string is scanned, its event queued, and True returned.
+        Anything else (no template matches, a literal that is not valid, not
+        text) returns False, having done nothing, and ``_feed`` parses the
+        payload.  The events are those the parse would give: the choice has
+        started (it had when the template was learnt), and a finished choice
+        gets its text all the same."""
+        templates = self._templates
+        for template in templates:
+            head, tail, pad, i, k = template
+            try:
+                if not data.startswith(head):  # AttributeError / TypeError: not text
+                    continue
+                value, end = _scanstring(data, len(head))  # ValueError: not a valid string
+                if pad is not None:
+                    if not data.startswith(pad, end):
+                        return False
+                    end = _scanstring(data, end + len(pad))[1]
+            except (AttributeError, TypeError, ValueError):
+                return False
+            if end + len(tail) != len(data) or not data.endswith(tail):
+                return False
+            if k < 0:
+                if value:
+                    self._out.append(_new_content(i, value, None))
+            else:
+                self._out.append(_new_arguments(i, k, value))
+            self._wait = 0
+            if template is not templates[0]:
+                templates.remove(template)
+                templates.insert(0, template)
+            return True
+        return False
+
+    def _learn(self, data: Any, chunk: dict[str, Any], i: int, k: int, value: str) -> None:
+        """A usual chunk that no template matched was parsed: learn its
+        template, unless learning waits (``_wait`` more misses: it doubles
+        each time, and drops to zero when a template is used)."""
+        self._misses += 1
+        if self._misses <= self._wait or not self._live or type(data) is not str:
+            return
+        if not len(value) < len(data) <= _TEMPLATE_SIZE:  # a large chunk, or one read from bytes (data "")
+            return
+        self._misses = 0
+        self._wait = min(2 * self._wait + 1, _PATIENCE)
+        template = _template(data, chunk, i, k, value)
+        if template is not None and template not in self._templates:
+            self._templates = [template, *self._templates[: _TEMPLATES - 1]]
 
     def _choices(self, choices: list[Any]) -> None:
         """A chunk's choices, in array order: per choice its ``Delta``, its
@@ -601,6 +696,72 @@ def _given(chunk: dict[str, Any]) -> Callable[[Any, int], tuple[Any, int]]:
     """A scanner that gives ``chunk`` for an empty payload: how a chunk read
     by ``read_large`` enters ``_feed``."""
     return lambda _text, _at: (chunk, 0)
+
+
+def _template(data: str, chunk: dict[str, Any], i: int, k: int, value: str) -> _Template | None:
+    """The template of a usual chunk (a lone text, ``k`` < 0, or a lone
+    arguments fragment of tool index ``k``, in choice ``i``), learnt from its
+    payload ``data``, or None.
+
+    A template is the payload's text before the string literal that holds
+    ``value`` (up to its opening quote: ``head``) and after it (``tail``);
+    OpenAI's random padding, when present after it, is a second literal whose
+    value is skipped (``pad``: the text between the two).
+
+    Why a match needs no parse: JSON text is a sequence of tokens, and when
+    the literal is one of this payload's tokens, a payload made of ``head``,
+    any string literal and ``tail`` is the same sequence with that one token
+    changed, so it parses to this chunk with one string changed.  Whether the
+    literal found is that token, and the one that becomes the text, is
+    checked once, here: the payload is parsed with a probe string in its
+    place, and the probe must come out as the text (the padding probe as the
+    padding).  A literal found inside another string only changes that
+    string; one found where two strings meet makes the probe text invalid; a
+    key, or a value that a later duplicate key overrides, leaves the text as
+    it was: each fails the check.  Chunks with more to read than the one
+    string are refused: usage, ``x_groq`` or an error member, logprobs.
+    """
+    if value == _PROBE or chunk.get("usage") or "x_groq" in chunk or "error" in chunk:
+        return None
+    if chunk["choices"][0].get("logprobs") is not None:
+        return None
+    at, size = _literal(data, value)
+    if at < 0:
+        return None
+    head = data[: at + 1]
+    tail = data[at + size :]
+    probe_text = head + _PROBE + '"' + tail
+    pad_value = chunk.get(_PAD)
+    pad = None
+    if type(pad_value) is str and pad_value != _PROBE_PAD:
+        b, pad_size = _literal(tail, pad_value)
+        if b >= 0:
+            pad = tail[: b + 1]
+            tail = tail[b + pad_size :]
+            probe_text = head + _PROBE + '"' + pad + _PROBE_PAD + '"' + tail
+    try:
+        probe = _scan(probe_text, 0)[0]
+        place = probe["choices"][0]["delta"]
+        if k >= 0:
+            place = place["tool_calls"][0]["function"]
+        if place["content" if k < 0 else "arguments"] != _PROBE:
+            return None
+        if pad is not None and probe[_PAD] != _PROBE_PAD:
+            return None
+    except (StopIteration, ValueError, RecursionError, LookupError, TypeError):
+        return None
+    return (head, tail, pad, i, k)
+
+
+def _literal(text: str, value: str) -> tuple[int, int]:
+    """Where the last string literal of ``value`` in ``text`` starts, written
+    as JSON with or without escapes of non-ASCII characters, and its length;
+    (-1, 0) when neither is there."""
+    for literal in dict.fromkeys((json.dumps(value, ensure_ascii=False), json.dumps(value))):
+        at = text.rfind(literal)
+        if at >= 0:
+            return at, len(literal)
+    return -1, 0
 
 
 def _count(value: object) -> int:

@@ -1,0 +1,314 @@
+"""Templates: a chunk read from a learnt template gives what a parse gives.
+
+``ChatStream`` learns the template of the usual chunk (its text around the
+one string that varies: the text, or the tool-call arguments) and reads a
+later payload that matches it without parsing it whole.  Every stream here is
+read twice, once as users read it and once with learning out of reach (the
+private ``_wait`` set beyond any count of chunks: every payload is parsed);
+the events, and the error that ends the stream if one does, must be the
+same.  The white-box checks (``_templates``, ``_misses``, ``_wait``) only show
+that the path under test was taken: with ``_misses == 0`` and ``_wait == 0``
+no usual chunk since the last template was learnt went unmatched, and one
+matched.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from chatgen import chat_streams, mutated_streams, texts
+from helpers import chunkings, until_error
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from ssestate import NEED_DATA, ChatStream, Delta, Done, Finish, ToolCallFragment
+
+NEVER = 1 << 62  # _wait beyond reach: no template is ever learnt
+
+ENVELOPE = {
+    "id": "chatcmpl-C42qMU7",
+    "object": "chat.completion.chunk",
+    "created": 1755080278,
+    "model": "gpt-4o-mini-2024-07-18",
+    "service_tier": "default",
+    "system_fingerprint": "fp_34a54111",
+}
+TEXTS = ["Once", ' "upon"', " a\\b", "\n\t\u2028", " 時間", " 😀👍🏽", "", "</x>&", "ssestate", "\x1f"]
+
+
+def chunk(delta: dict[str, Any], *, finish: str | None = None, pad: str | None = None, **extra: Any) -> dict[str, Any]:
+    """An OpenAI chat chunk of one choice, as api.openai.com writes it."""
+    out: dict[str, Any] = {
+        **ENVELOPE,
+        "choices": [{"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish}],
+        "usage": None,
+    }
+    out.update(extra)
+    if pad is not None:
+        out["obfuscation"] = pad
+    return out
+
+
+def body(*payloads: Any, done: bool = True) -> bytes:
+    lines = [p if isinstance(p, str) else json.dumps(p, ensure_ascii=False, separators=(",", ":")) for p in payloads]
+    if done:
+        lines.append("[DONE]")
+    return "".join(f"data: {line}\n\n" for line in lines).encode()
+
+
+def read(data: bytes | list[bytes], *, learn: bool = True, strict: bool = True) -> tuple[list[Any], str | None]:
+    stream = ChatStream(strict=strict)
+    if not learn:
+        stream._wait = NEVER
+    events, error = until_error(stream, [data] if isinstance(data, bytes) else data)
+    return events, None if error is None else str(error)
+
+
+def same_as_parsed(data: bytes | list[bytes], *, strict: bool = True) -> list[Any]:
+    """The events of ``data`` read with templates, checked against a parse of
+    every payload."""
+    got = read(data, strict=strict)
+    assert got == read(data, learn=False, strict=strict)
+    return got[0]
+
+
+def drained(data: bytes) -> ChatStream:
+    """A stream fed ``data`` and drained, end of stream not fed: still live,
+    so it still holds its templates."""
+    stream = ChatStream()
+    stream.receive_data(data)
+    while stream.next_event() is not NEED_DATA:
+        pass
+    return stream
+
+
+# -- the usual streams: read from their templates ----------------------------------
+
+
+def test_openai_stream_with_padding_is_read_from_one_template() -> None:
+    pads = ["AAatV4uAp", "x", "", "RmYFV8ad65HP9F", 'q\\"', "ü"]
+    payloads = [chunk({"role": "assistant", "content": "", "refusal": None}, pad="WuQNX")]
+    payloads += [chunk({"content": text}, pad=pads[n % len(pads)]) for n, text in enumerate(TEXTS)]
+    data = body(*payloads, chunk({}, finish="stop", pad="IPio8"), done=False)
+    stream = drained(data)
+    [(head, tail, pad, choice, index)] = stream._templates
+    assert (
+        head.endswith('"delta":{"content":"')
+        and pad == '},"logprobs":null,"finish_reason":null}],"usage":null,"obfuscation":"'
+    )
+    assert (tail, choice, index) == ("}", 0, -1)
+    assert stream._misses == 0 and stream._wait == 0
+    events = same_as_parsed(data + b"data: [DONE]\n\n")
+    assert events == [
+        Delta(0, "", "assistant"),
+        *[Delta(0, text) for text in TEXTS if text],
+        Finish(0, "stop"),
+        Done(True),
+        events[-1],
+    ]
+
+
+def test_tool_call_arguments_are_read_from_their_template() -> None:
+    first = {"index": 0, "id": "call_1", "type": "function", "function": {"name": "f", "arguments": ""}}
+    pieces = ['{"lo', 'cation"', ': "Par', 'is \\u00e9"', "}", ""]
+    payloads = [chunk({"role": "assistant", "content": None, "tool_calls": [first]})]
+    payloads += [chunk({"tool_calls": [{"index": 0, "function": {"arguments": p}}]}) for p in pieces]
+    data = body(*payloads, done=False)
+    stream = drained(data)
+    [(_, tail, pad, choice, index)] = stream._templates
+    assert (tail, pad, choice, index) == ('}}]},"logprobs":null,"finish_reason":null}],"usage":null}', None, 0, 0)
+    assert stream._misses == 0 and stream._wait == 0
+    events = same_as_parsed(data)
+    assert [e.arguments for e in events if type(e) is ToolCallFragment] == ["", *pieces]
+
+
+def test_a_new_envelope_is_learnt_again() -> None:
+    # api.openai.com's "created" moves on during a long answer; a template
+    # of the new envelope is learnt at the first chunk that misses.
+    early = [chunk({"content": f"a{n}"}) for n in range(3)]
+    late = [{**chunk({"content": f"b{n}"}), "created": ENVELOPE["created"] + 1} for n in range(3)]
+    stream = drained(body(*early, *late, done=False))
+    assert [t[0].count("1755080279") for t in stream._templates] == [1, 0]
+    assert stream._misses == 0 and stream._wait == 0
+    same_as_parsed(body(*early, *late))
+
+
+def test_choices_of_n_2_keep_a_template_each() -> None:
+    payloads = [chunk({"content": f"{n}"}) for n in range(2)]
+    for n in range(6):
+        one = chunk({"content": f"t{n}"})
+        one["choices"][0]["index"] = n % 2
+        payloads.append(one)
+    stream = drained(body(*payloads, done=False))
+    assert sorted(t[3] for t in stream._templates) == [0, 1]
+    same_as_parsed(body(*payloads))
+
+
+def test_templates_are_let_go_when_the_stream_ends() -> None:
+    data = body(*[chunk({"content": t}) for t in TEXTS])
+    stream = ChatStream()
+    until_error(stream, [data])
+    assert stream._templates == ()
+
+
+# -- chunks a template must not be learnt from, or must not read ----------------------
+
+
+START = '{"choices":[{"index":0,"delta":{"role":"assistant"}}]}'
+REFUSED = {
+    # The literal of the text is found last inside another string (an escaped
+    # quote opens it): the probe lands there, not in the text.
+    "found inside another string": (chunk({"content": "hi"}, note='say "hi'), chunk({"content": "ho"}, note='say "hi')),
+    # Found last where a closing quote, a comma and an opening quote meet:
+    # the probe makes the payload invalid.
+    "found across two strings": (
+        chunk({"content": ","}, note="x", more="y"),
+        chunk({"content": ";"}, note="x", more="y"),
+    ),
+    # Found last in a value that a later duplicate key overrides: the probe
+    # changes nothing.
+    "found in an overridden value": tuple(
+        json.dumps(chunk({"content": t}), separators=(",", ":"))[:-1] + ',"z":"a","z":"b"}' for t in "ab"
+    ),
+    "usage on every chunk": (
+        chunk({"content": "a"}, usage={"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2}),
+        chunk({"content": "b"}, usage={"prompt_tokens": 1, "completion_tokens": 2, "total_tokens": 3}),
+    ),
+    "logprobs": tuple(
+        {**chunk({"content": t}), "choices": [{"index": 0, "delta": {"content": t}, "logprobs": {"content": []}}]}
+        for t in "ab"
+    ),
+    "the probe itself": (chunk({"content": "ssestate probe"}), chunk({"content": "ssestate probe"})),
+    "written with other escapes": (
+        '{"choices":[{"index":0,"delta":{"content":"a\\/b"}}]}',
+        '{"choices":[{"index":0,"delta":{"content":"a\\/c"}}]}',
+    ),
+    # Padding found last inside a later string: the padding probe lands
+    # there.
+    "padding found inside another string": (
+        {**chunk({"content": "a"}, pad="x"), "later": 'q"x'},
+        {**chunk({"content": "b"}, pad="y"), "later": 'q"x'},
+    ),
+}
+
+
+@pytest.mark.parametrize("name", REFUSED)
+def test_a_chunk_whose_template_cannot_be_checked_teaches_nothing(name: str) -> None:
+    # The first chunk of a choice is never learnt from (it starts the choice).
+    payloads = (START, *REFUSED[name])
+    stream = drained(body(*payloads, done=False))
+    assert stream._templates == ()
+    same_as_parsed(body(*payloads))
+
+
+def test_padding_before_the_text_stays_in_the_template() -> None:
+    # A gateway that moves the padding before the choices: it is part of the
+    # head, so the next chunk (other padding) does not match, and is parsed.
+    first = {"obfuscation": "pad1", **chunk({"content": "a"})}
+    second = {"obfuscation": "pad2", **chunk({"content": "b"})}
+    stream = drained(body(START, first, second, done=False))
+    [(head, _, pad, _, _)] = stream._templates
+    assert '"pad1"' in head and pad is None
+    assert stream._misses == 1
+    same_as_parsed(body(START, first, second))
+
+
+@pytest.mark.parametrize(("size", "learnt"), [(2048, 1), (2049, 0)])
+def test_templates_are_learnt_from_payloads_of_at_most_2_kib(size: int, learnt: int) -> None:
+    def sized(text: str) -> str:
+        def payload(content: str) -> str:
+            return json.dumps(chunk({"content": content}), separators=(",", ":"))
+
+        return payload(text + "x" * (size - len(payload(text))))
+
+    stream = drained(body(START, sized("a"), sized("b"), done=False))
+    assert len(stream._templates) == learnt
+    assert len(sized("a")) == size
+
+
+def test_a_duplicate_key_is_read_as_a_parse_reads_it() -> None:
+    # The later "choices" wins in a parse; the template's place is that one.
+    first = '{"choices":[{"index":0,"delta":{"content":"old"}}],"choices":[{"index":0,"delta":{"content":"a"}}]}'
+    later = [first.replace('"a"', f'"{t}"') for t in ("b", "old", 'c\\"d')]
+    stream = drained(body(first, *later, done=False))
+    assert len(stream._templates) == 1 and stream._misses == 0
+    events = same_as_parsed(body(first, *later))
+    assert [e.content for e in events if type(e) is Delta] == ["a", "b", "old", 'c"d']
+
+
+def test_a_finished_choice_is_not_read_from_its_template() -> None:
+    payloads = [chunk({"content": "a"}), chunk({"content": "b"}), chunk({}, finish="stop"), chunk({"content": "c"})]
+    events = same_as_parsed(body(*payloads))
+    assert [type(e).__name__ for e in events[:4]] == ["Delta", "Delta", "Finish", "Delta"]
+
+
+# -- properties --------------------------------------------------------------------------
+
+_SHAPES = [
+    chunk({"content": "x"}),
+    chunk({"content": "x"}, pad="p"),
+    chunk({"tool_calls": [{"index": 0, "function": {"arguments": "x"}}]}),
+    chunk({"tool_calls": [{"index": 1, "function": {"arguments": "x"}}]}, pad="p"),
+    {"choices": [{"finish_reason": None, "index": 2, "delta": {"content": "x"}}], "created": 1, "id": "c"},
+]
+# Raw text for the varying string: quotes, escapes and their pieces, the
+# characters that end JSON values, whitespace, control and non-ASCII ones.
+_PIECES = [*'"\\u0aF/bnrtx}],:{[ \t\n\x01é時😀', "\\u00", '\\"', "\\\\", "null", '"p']
+_RAW = st.lists(st.sampled_from(_PIECES), max_size=12).map("".join)
+
+
+# What goes between the quotes of the varying string: a valid literal's
+# inside, or raw text.
+_INSIDE = st.one_of(texts.map(lambda text: json.dumps(text, ensure_ascii=False)[1:-1]), _RAW)
+
+
+@st.composite
+def near_template_streams(draw: st.DrawFn) -> bytes:
+    """A stream of two usual chunks, then payloads of their text with the
+    varying string (and the padding's) replaced, valid or not; the padding member
+    left out, or everything up to its end; now and then one character
+    changed anywhere."""
+    shape = json.dumps(draw(st.sampled_from(_SHAPES)), ensure_ascii=False, separators=(",", ":"))
+    head, _, tail = shape.partition('"x"')
+    before, padding, after = tail.partition('"p"')
+    # The first chunk starts the choice, the second (valid) is learnt from.
+    lines = [shape, shape.replace('"x"', json.dumps(draw(texts), ensure_ascii=False), 1)]
+    for _ in range(draw(st.integers(1, 5))):
+        rest = tail
+        if padding:
+            rest = draw(
+                st.sampled_from(
+                    [
+                        before + '"' + draw(_INSIDE) + '"' + after,
+                        before[: before.rindex(',"obfuscation":')] + after,
+                        after,
+                    ]
+                )
+            )
+        text = head + '"' + draw(_INSIDE) + '"' + rest
+        if draw(st.integers(0, 3)) == 0:  # anywhere, or in what follows the varying string
+            at = draw(st.integers(draw(st.sampled_from([0, len(text) - len(rest)])), len(text)))
+            text = text[:at] + draw(st.sampled_from(list('"\\ }],{x0'))) + text[at + draw(st.integers(0, 1)) :]
+        lines.append(text)
+    return body(*lines, done=draw(st.booleans()))
+
+
+@settings(max_examples=settings().max_examples * 4)
+@given(near_template_streams(), st.booleans())
+def test_payloads_near_a_template_read_as_parsed(data: bytes, strict: bool) -> None:
+    same_as_parsed(data, strict=strict)
+
+
+@given(st.one_of(chat_streams().map(lambda case: case.body), mutated_streams()), st.booleans())
+def test_generated_and_damaged_streams_read_as_parsed(data: bytes, strict: bool) -> None:
+    same_as_parsed(data, strict=strict)
+
+
+@settings(max_examples=max(1, settings().max_examples // 6))
+@given(chat_streams(max_choices=2))
+def test_every_chunking_reads_as_parsed(case: Any) -> None:
+    want = read(case.body, learn=False)
+    for name, chunks in chunkings(case.body):
+        assert read(chunks) == want, name
