@@ -220,7 +220,7 @@ class ChatStream:
         self._truncated = False
         self._pending_error: RemoteProtocolError | None = None
         self._poisoned: str | None = None
-        # Templates of the usual chunk, most recently used first (see _fit),
+        # Templates of the usual chunk, newest first (see _fit),
         # and when to learn the next one (see _learn).
         self._templates = _NO_TEMPLATES
         self._misses = 0
@@ -410,8 +410,7 @@ class ChatStream:
         payload.  The events are those the parse would give: the choice has
         started (it had when the template was learnt), and a finished choice
         gets its text all the same."""
-        templates = self._templates
-        for template in templates:
+        for template in self._templates:
             head, tail, pad, i, k = template
             try:
                 if not data.startswith(head):  # AttributeError / TypeError: not text
@@ -431,9 +430,6 @@ class ChatStream:
             else:
                 self._out.append(_new_arguments(i, k, value))
             self._wait = 0
-            if template is not templates[0]:
-                templates.remove(template)
-                templates.insert(0, template)
             return True
         return False
 
