@@ -8,7 +8,10 @@ tool calls, ``n=2``) and each chunk size, one *cell* races
   SDK's SSE decoder), which decode the same JSON but build no events;
 * ``openai.Stream`` as the SDK hands it to users, which builds one
   ``ChatCompletionChunk`` per payload;
-* the ``json.loads`` floor over the pre-split payloads.
+* the ``json.loads`` floor over the pre-split payloads;
+* ``ChatStream`` over the same stream with its ``created`` time moving on at
+  every chunk (``moving_envelope``): it then parses every payload, which
+  shows what reading a chunk costs when no template matches.
 
 ``ChatStream`` must produce the same number of events under every chunking
 (checked against its whole-body run), the others must decode every payload.
@@ -38,10 +41,20 @@ from ssestate import ChatStream, EventStreamParser
 
 from . import _contenders as c
 from ._harness import Cell, Verdict, checklist, interleave, table
-from .fixtures import CHUNK_SIZES, Fixture, big_event_stream, chat_stream, chunk, n2_stream, tool_call_stream
+from .fixtures import (
+    CHUNK_SIZES,
+    Fixture,
+    big_event_stream,
+    chat_stream,
+    chunk,
+    moving_envelope,
+    n2_stream,
+    tool_call_stream,
+)
 
 PEERS = ["httpx-sse", "sseclient-py", "openai-decoder", "openai-Stream"]
-ORDER = ["ChatStream", *PEERS, "json floor"]
+MOVING = "ChatStream, moving envelope"
+ORDER = ["ChatStream", MOVING, *PEERS, "json floor"]
 
 # Targets of the chat-layer issue.
 TARGET_VS_JSON = 1.4
@@ -104,6 +117,9 @@ def _cell(fx: Fixture, label: str, scale: Scale, sdk: c.Runner) -> Cell:
     expect["ChatStream"] = c.chatstream([fx.body])  # the events of the whole body
     contenders: dict[str, Callable[[], int]] = {name: (lambda run=run: run(chunks)) for name, run in runners.items()}
     contenders["json floor"] = c.json_floor(fx.json_payloads)
+    moved = chunk(moving_envelope(fx).body, CHUNK_SIZES[label])
+    contenders[MOVING] = lambda: c.chatstream(moved)
+    expect[MOVING] = expect["ChatStream"]
     cell = Cell(fx.name, label, len(fx.body), fx.events)
     return interleave(cell, contenders, expect, rounds=scale.rounds, min_sample=scale.min_sample)
 
@@ -239,11 +255,13 @@ def report(results: dict[str, Any]) -> tuple[str, dict[str, Any]]:
     for cell in cells:
         fastest = cell.fastest(PEERS)
         vs_json = cell.ratio("ChatStream", "json floor")
+        moving_vs_json = cell.ratio(MOVING, "json floor")
         vs_peer = cell.ratio("ChatStream", fastest)
         sdk = cell.ratio("openai-Stream", "ChatStream")
         d = cell.as_dict()
         d.update(
             chatstream_vs_json=vs_json,
+            moving_envelope_vs_json=moving_vs_json,
             fastest_peer=fastest,
             chatstream_vs_fastest_peer=vs_peer,
             sdk_stream_vs_chatstream=sdk,
@@ -271,6 +289,7 @@ def report(results: dict[str, Any]) -> tuple[str, dict[str, Any]]:
                 cell.chunk,
                 *(f"{cell.mb_per_s(n):.1f}" for n in ORDER),
                 f"{vs_json:.2f}",
+                f"{moving_vs_json:.2f}",
                 f"{cell.ratio(fastest, 'json floor'):.2f} {fastest}",
                 f"{vs_peer:.2f}",
                 f"{sdk:.1f}x",
@@ -282,6 +301,7 @@ def report(results: dict[str, Any]) -> tuple[str, dict[str, Any]]:
         "chunk",
         *(f"{n} MB/s" for n in ORDER),
         "ChatStream/json",
+        "moving/json",
         "fastest peer/json",
         "ChatStream/peer",
         "SDK Stream/ChatStream",

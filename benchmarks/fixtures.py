@@ -35,6 +35,7 @@ __all__ = [
     "chat_stream",
     "chunk",
     "huge_line",
+    "moving_envelope",
     "n2_stream",
     "tool_call_stream",
 ]
@@ -302,6 +303,25 @@ def big_event_stream(
     c = _Chunks(rng)
     payloads = [_sized_content(c, rng, event_size, ascii_only=ascii_only) for _ in range(n_events)]
     return _build("64KiB-ascii" if ascii_only else "64KiB", payloads)
+
+
+def moving_envelope(fx: Fixture) -> Fixture:
+    """``fx`` with its ``created`` time moving on at every chunk, as older
+    Ollama writes it: no two chunks share the text around their varying
+    string, so ``ChatStream`` learns no template that a later chunk matches
+    and parses every payload.  Same sizes, same events."""
+    payloads = []
+    for n, p in enumerate(fx.payloads):
+        if p != DONE:
+            chunk = json.loads(p)
+            if "created" in chunk:
+                chunk["created"] += n
+            p = _dumps(chunk)
+        payloads.append(p)
+    moved = _build(fx.name, payloads)
+    if len(moved.body) != len(fx.body):
+        raise ValueError("the moved envelope changed the stream's size")
+    return moved
 
 
 def big_payload(size: int = 1 << 20, seed: int = SEED) -> Fixture:

@@ -96,6 +96,9 @@ _scan = make_scanner(json.JSONDecoder())  # type: ignore[arg-type]  # typeshed n
 # The C scanner's string reader: (text, end) for the literal whose opening
 # quote is just before the index.
 _scanstring: Callable[[str, int], tuple[str, int]] = json.decoder.scanstring  # type: ignore[attr-defined]
+# The C string writers behind json.dumps (str -> its JSON literal).
+_literal_of: Callable[[str], str] = json.encoder.encode_basestring
+_ascii_literal_of: Callable[[str], str] = json.encoder.encode_basestring_ascii
 _new_delta = _fast(Delta)
 _new_content = _fast(Delta, "choice", "content", "logprobs")  # the usual Delta: text alone
 _new_fragment = _fast(ToolCallFragment)
@@ -156,6 +159,7 @@ class ChatStream:
         "_done",
         "_eof",
         "_finish",
+        "_fresh",
         "_live",
         "_misses",
         "_missing",
@@ -225,6 +229,7 @@ class ChatStream:
         self._templates = _NO_TEMPLATES
         self._misses = 0
         self._wait = 0
+        self._fresh = False  # the newest template has matched no chunk yet
 
     # -- public API ---------------------------------------------------------
 
@@ -430,13 +435,14 @@ class ChatStream:
             else:
                 self._out.append(_new_arguments(i, k, value))
             self._wait = 0
+            self._fresh = False
             return True
         return False
 
     def _learn(self, data: Any, chunk: dict[str, Any], i: int, k: int, value: str) -> None:
         """A usual chunk that no template matched was parsed: learn its
         template, unless learning waits (``_wait`` more misses: it doubles
-        each time, and drops to zero when a template is used)."""
+        each time, and drops to zero when a template matches a chunk)."""
         self._misses += 1
         if self._misses <= self._wait or not self._live or type(data) is not str:
             return
@@ -446,7 +452,11 @@ class ChatStream:
         self._wait = min(2 * self._wait + 1, _PATIENCE)
         template = _template(data, chunk, i, k, value)
         if template is not None and template not in self._templates:
-            self._templates = [template, *self._templates[: _TEMPLATES - 1]]
+            # The newest template goes first; one that never matched a chunk
+            # is replaced (an envelope that changes at every chunk).
+            kept = self._templates[1:] if self._fresh else self._templates
+            self._templates = [template, *kept[: _TEMPLATES - 1]]
+            self._fresh = True
 
     def _choices(self, choices: list[Any]) -> None:
         """A chunk's choices, in array order: per choice its ``Delta``, its
@@ -753,7 +763,7 @@ def _literal(text: str, value: str) -> tuple[int, int]:
     """Where the last string literal of ``value`` in ``text`` starts, written
     as JSON with or without escapes of non-ASCII characters, and its length;
     (-1, 0) when neither is there."""
-    for literal in dict.fromkeys((json.dumps(value, ensure_ascii=False), json.dumps(value))):
+    for literal in dict.fromkeys((_literal_of(value), _ascii_literal_of(value))):
         at = text.rfind(literal)
         if at >= 0:
             return at, len(literal)

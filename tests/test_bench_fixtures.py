@@ -299,3 +299,14 @@ def test_chunk_is_a_partition(body: bytes, size: int) -> None:
 def test_chunk_refuses_a_size_below_one() -> None:
     with pytest.raises(ValueError, match="positive"):
         fx.chunk(b"abc", 0)
+
+
+@pytest.mark.parametrize("fixture", SMALL[:3], ids=[f.name for f in SMALL[:3]])
+def test_moving_envelope_keeps_the_events_and_moves_every_created(fixture: fx.Fixture) -> None:
+    moved = fx.moving_envelope(fixture)
+    assert len(moved.body) == len(fixture.body)
+    created = [chunk["created"] for chunk in chunks_of(moved)]
+    assert len(set(created)) == len(created)
+    want = [{k: v for k, v in chunk.items() if k != "created"} for chunk in chunks_of(fixture)]
+    assert [{k: v for k, v in chunk.items() if k != "created"} for chunk in chunks_of(moved)] == want
+    assert moved.payloads[-1] == fixture.payloads[-1] == fx.DONE

@@ -15,6 +15,7 @@ matched.
 from __future__ import annotations
 
 import json
+import unittest.mock
 from typing import Any
 
 import pytest
@@ -24,6 +25,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ssestate import NEED_DATA, ChatStream, Delta, Done, Finish, ToolCallFragment
+from ssestate import _chat as chat
+
+template = chat._template
 
 NEVER = 1 << 62  # _wait beyond reach: no template is ever learnt
 
@@ -133,6 +137,20 @@ def test_a_new_envelope_is_learnt_again() -> None:
     assert [t[0].count("1755080279") for t in stream._templates] == [1, 0]
     assert stream._misses == 0 and stream._wait == 0
     same_as_parsed(body(*early, *late))
+
+
+def test_an_envelope_that_moves_at_every_chunk_costs_a_learning_now_and_then() -> None:
+    # Older Ollama writes "created" anew for every chunk: no template ever
+    # matches.  A template that never matched is replaced, not kept, and
+    # learning waits twice as long each time, up to 256 chunks.
+    payloads = [{**chunk({"content": f"t{n}"}), "created": n} for n in range(601)]
+    data = body(*payloads, done=False)
+    learnt = []
+    with unittest.mock.patch.object(chat, "_template", lambda *a: learnt.append(a[2:]) or template(*a)):
+        stream = drained(data)
+    assert learnt == [(0, -1, f"t{n}") for n in (1, 3, 7, 15, 31, 63, 127, 255, 511)]
+    assert len(stream._templates) == 1 and stream._wait == 256
+    same_as_parsed(data)
 
 
 def test_choices_of_n_2_keep_a_template_each() -> None:
