@@ -41,10 +41,11 @@ The response head decides the mode once, at construction:
   later payload that matches a template by scanning that one string with the
   C string reader; no object tree is built.  A payload that matches no
   template is parsed as above.  A stream keeps at most four templates (one
-  per choice when ``n`` > 1), learns when a usual chunk matches none, and
-  backs off (waits for twice as many misses, up to 256) while the templates
-  it learns go unused: a server that changes its envelope on every chunk
-  costs one learning in 256 chunks.
+  per choice when ``n`` > 1) and learns when a usual chunk matches none.  A
+  template that misses the next usual chunk of its choice is let go, and
+  while the templates learnt go unused, learning waits for four times as
+  many misses each time, up to 256: a server that changes its envelope at
+  every chunk costs one learning in 256 chunks.
 
   At end of stream: ``Done(sentinel=False)`` when every started choice has
   finished, else ``Truncated("eof-before-done")`` — unless the parser
@@ -107,9 +108,9 @@ _new_finish = _fast(Finish)
 _new_usage = _fast(Usage)
 _ASCII_WS = " \t\n\r\x0c"
 # Templates (see _fit and _template): at most this many per stream, learnt
-# from payloads of at most this many characters; after a learnt template
-# goes unused, learning waits for twice as many usual chunks (up to _PATIENCE)
-# before it tries again.
+# from payloads of at most this many characters; while the templates learnt
+# go unused, learning waits for four times as many usual chunks each time
+# (up to _PATIENCE) before it tries again.
 _TEMPLATES = 4
 _TEMPLATE_SIZE = 2048
 _PATIENCE = 256
@@ -440,22 +441,25 @@ class ChatStream:
         return False
 
     def _learn(self, data: Any, chunk: dict[str, Any], i: int, k: int, value: str) -> None:
-        """A usual chunk that no template matched was parsed: learn its
-        template, unless learning waits (``_wait`` more misses: it doubles
-        each time, and drops to zero when a template matches a chunk)."""
+        """A usual chunk of choice ``i`` that no template matched was parsed:
+        learn its template, unless learning waits (for ``_wait`` misses: four
+        times as many, up to ``_PATIENCE``, after each learning, and none once
+        a template matches a chunk)."""
         self._misses += 1
+        if self._fresh and self._templates[0][3] == i:
+            # The newest template missed the first usual chunk of its choice
+            # after it was learnt: the envelope moves, and it is let go.
+            self._templates = self._templates[1:]
+            self._fresh = False
         if self._misses <= self._wait or not self._live or type(data) is not str:
             return
         if not len(value) < len(data) <= _TEMPLATE_SIZE:  # a large chunk, or one read from bytes (data "")
             return
         self._misses = 0
-        self._wait = min(2 * self._wait + 1, _PATIENCE)
+        self._wait = min(4 * self._wait + 1, _PATIENCE)
         template = _template(data, chunk, i, k, value)
         if template is not None and template not in self._templates:
-            # The newest template goes first; one that never matched a chunk
-            # is replaced (an envelope that changes at every chunk).
-            kept = self._templates[1:] if self._fresh else self._templates
-            self._templates = [template, *kept[: _TEMPLATES - 1]]
+            self._templates = [template, *self._templates[: _TEMPLATES - 1]]
             self._fresh = True
 
     def _choices(self, choices: list[Any]) -> None:

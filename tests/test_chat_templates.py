@@ -141,26 +141,29 @@ def test_a_new_envelope_is_learnt_again() -> None:
 
 def test_an_envelope_that_moves_at_every_chunk_costs_a_learning_now_and_then() -> None:
     # Older Ollama writes "created" anew for every chunk: no template ever
-    # matches.  A template that never matched is replaced, not kept, and
-    # learning waits twice as long each time, up to 256 chunks.
+    # matches.  A template that misses the next chunk is let go, and
+    # learning waits four times as long each time, up to 256 chunks.
     payloads = [{**chunk({"content": f"t{n}"}), "created": n} for n in range(601)]
     data = body(*payloads, done=False)
     learnt = []
     with unittest.mock.patch.object(chat, "_template", lambda *a: learnt.append(a[2:]) or template(*a)):
         stream = drained(data)
-    assert learnt == [(0, -1, f"t{n}") for n in (1, 3, 7, 15, 31, 63, 127, 255, 511)]
-    assert len(stream._templates) == 1 and stream._wait == 256
+    assert learnt == [(0, -1, f"t{n}") for n in (1, 3, 9, 31, 117, 374)]
+    assert stream._templates == [] and stream._wait == 256
     same_as_parsed(data)
 
 
 def test_choices_of_n_2_keep_a_template_each() -> None:
-    payloads = [chunk({"content": f"{n}"}) for n in range(2)]
-    for n in range(6):
+    # Choices 0 and 1 take turns from the first chunk on: a new template of
+    # choice 0 is not let go when a chunk of choice 1 misses it.
+    payloads = []
+    for n in range(10):
         one = chunk({"content": f"t{n}"})
         one["choices"][0]["index"] = n % 2
         payloads.append(one)
     stream = drained(body(*payloads, done=False))
     assert sorted(t[3] for t in stream._templates) == [0, 1]
+    assert stream._misses == 0 and stream._wait == 0
     same_as_parsed(body(*payloads))
 
 
@@ -223,13 +226,17 @@ def test_a_chunk_whose_template_cannot_be_checked_teaches_nothing(name: str) -> 
 
 def test_padding_before_the_text_stays_in_the_template() -> None:
     # A gateway that moves the padding before the choices: it is part of the
-    # head, so the next chunk (other padding) does not match, and is parsed.
+    # head, so the next chunk (other padding) does not match: it is parsed,
+    # and the template is let go.
     first = {"obfuscation": "pad1", **chunk({"content": "a"})}
     second = {"obfuscation": "pad2", **chunk({"content": "b"})}
-    stream = drained(body(START, first, second, done=False))
+    stream = drained(body(START, first, done=False))
     [(head, _, pad, _, _)] = stream._templates
     assert '"pad1"' in head and pad is None
-    assert stream._misses == 1
+    stream.receive_data(body(second, done=False))
+    while stream.next_event() is not NEED_DATA:
+        pass
+    assert stream._templates == [] and stream._misses == 1
     same_as_parsed(body(START, first, second))
 
 
