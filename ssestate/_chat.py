@@ -369,6 +369,7 @@ class ChatStream:
                 continue
             if self._missing:
                 self._take_metadata(chunk)
+            hole = None  # the usual chunk's varying string, once read
             # The usual chunk: one choice that started and has not finished,
             # one member in its delta, no finish.  Its containers are read by
             # unpacking, subscripts and len(), so a member of another shape
@@ -387,7 +388,7 @@ class ChatStream:
                         if content:
                             append(new_content(i, content, c.get("logprobs")))
                         choices = None
-                        self._learn(data, chunk, i, -1, content)
+                        hole, tool = content, -1
                     elif (calls := delta.get("tool_calls")) is not None:
                         [call] = calls  # ValueError: not one call
                         if (
@@ -399,10 +400,14 @@ class ChatStream:
                             # The usual fragment: {"index": i, "function": {"arguments": ...}}.
                             append(_new_arguments(i, index, args))
                             choices = None
-                            self._learn(data, chunk, i, index, args)
+                            hole, tool = args, index
             except (LookupError, TypeError, AttributeError, ValueError):
                 pass
-            if choices is not None and type(choices) is list:  # not read above: the general loop
+            if hole is not None:  # a usual chunk that no template matched
+                self._misses += 1
+                if self._misses > self._wait or self._fresh:
+                    self._learn(data, chunk, i, tool, hole)
+            elif choices is not None and type(choices) is list:  # not read above: the general loop
                 self._choices(choices)
             usage = chunk.get("usage")
             if usage or "x_groq" in chunk or "error" in chunk:
@@ -441,11 +446,12 @@ class ChatStream:
         return False
 
     def _learn(self, data: Any, chunk: dict[str, Any], i: int, k: int, value: str) -> None:
-        """A usual chunk of choice ``i`` that no template matched was parsed:
-        learn its template, unless learning waits (for ``_wait`` misses: four
-        times as many, up to ``_PATIENCE``, after each learning, and none once
-        a template matches a chunk)."""
-        self._misses += 1
+        """A usual chunk of choice ``i`` that no template matched was parsed
+        (``_misses`` counts it), and learning is due or the newest template
+        is on trial: let that template go if it missed its choice's chunk,
+        and learn this chunk's template, unless learning waits (for
+        ``_wait`` misses: four times as many, up to ``_PATIENCE``, after each
+        learning, and none once a template matches a chunk)."""
         if self._fresh and self._templates[0][3] == i:
             # The newest template missed the first usual chunk of its choice
             # after it was learnt: the envelope moves, and it is let go.
