@@ -123,9 +123,11 @@ _EXHAUSTED: Iterator[ChatEvent] = iter(())
 # The output "list" between steps (a step starts a list of its own): a tuple,
 # so that appending to it outside a step fails loudly.
 _SPENT = cast("list[ChatEvent]", ())
-# A template: (head, tail, pad, choice, tool index or -1 for text); see
+# A template: (head, tail, pad, choice, kind, text fields, empty); see
 # _template.  A stream holds none (this tuple) until it learns one.
-_Template = tuple[str, str, "str | None", int, int]
+_Template = tuple[str, str, "str | None", int, int, "_Fields | None", "Delta | None"]
+_Fields = tuple[str, "str | None", "str | None", "str | None"]  # content, role, reasoning, refusal
+_TEXT = ("content", "reasoning_content", "reasoning", "refusal")  # the members of a delta that hold text
 _NO_TEMPLATES = cast("list[_Template]", ())
 
 
@@ -369,7 +371,8 @@ class ChatStream:
                 continue
             if self._missing:
                 self._take_metadata(chunk)
-            hole = None  # the usual chunk's varying string, once read
+            hole = None  # the varying string of a chunk a template may read
+            kind: int | str = 0  # where it is: a tool index, or a delta member
             # The usual chunk: one choice that started and has not finished,
             # one member in its delta, no finish.  Its containers are read by
             # unpacking, subscripts and len(), so a member of another shape
@@ -388,7 +391,7 @@ class ChatStream:
                         if content:
                             append(new_content(i, content, c.get("logprobs")))
                         choices = None
-                        hole, tool = content, -1
+                        hole, kind = content, "content"
                     elif (calls := delta.get("tool_calls")) is not None:
                         [call] = calls  # ValueError: not one call
                         if (
@@ -400,15 +403,17 @@ class ChatStream:
                             # The usual fragment: {"index": i, "function": {"arguments": ...}}.
                             append(_new_arguments(i, index, args))
                             choices = None
-                            hole, tool = args, index
+                            hole, kind = args, index
             except (LookupError, TypeError, AttributeError, ValueError):
                 pass
-            if hole is not None:  # a usual chunk that no template matched
+            if hole is None and choices is not None and type(choices) is list:  # not read above
+                self._choices(choices)  # the general loop
+                if len(choices) == 1 and (found := _text_hole(choices[0])) is not None:
+                    i, kind, hole = found  # one text member beside neutral ones: a template may read it
+            if hole is not None:  # a chunk a template may read, and none did
                 self._misses += 1
                 if self._misses > self._wait or self._fresh:
-                    self._learn(data, chunk, i, tool, hole)
-            elif choices is not None and type(choices) is list:  # not read above: the general loop
-                self._choices(choices)
+                    self._learn(data, chunk, i, kind, hole)
             usage = chunk.get("usage")
             if usage or "x_groq" in chunk or "error" in chunk:
                 self._usage_and_error(chunk, usage)
@@ -422,7 +427,7 @@ class ChatStream:
         started (it had when the template was learnt), and a finished choice
         gets its text all the same."""
         for template in self._templates:
-            head, tail, pad, i, k = template
+            head, tail, pad, i, k, fields, empty = template
             try:
                 if not data.startswith(head):  # AttributeError / TypeError: not text
                     continue
@@ -435,17 +440,23 @@ class ChatStream:
                 return False
             if end + len(tail) != len(data) or not data.endswith(tail):
                 return False
-            if k < 0:
-                if value:
-                    self._out.append(_new_content(i, value, None))
-            else:
+            if k >= 0:
                 self._out.append(_new_arguments(i, k, value))
+            elif value:
+                if k == -1:
+                    self._out.append(_new_content(i, value, None))
+                else:
+                    text = [*cast("_Fields", fields)]
+                    text[-2 - k] = value
+                    self._out.append(_new_delta(i, *text, None))
+            elif empty is not None:
+                self._out.append(empty)
             self._wait = 0
             self._fresh = False
             return True
         return False
 
-    def _learn(self, data: Any, chunk: dict[str, Any], i: int, k: int, value: str) -> None:
+    def _learn(self, data: Any, chunk: dict[str, Any], i: int, kind: int | str, value: str) -> None:
         """A usual chunk of choice ``i`` that no template matched was parsed
         (``_misses`` counts it), and learning is due or the newest template
         is on trial: let that template go if it missed its choice's chunk,
@@ -463,7 +474,7 @@ class ChatStream:
             return
         self._misses = 0
         self._wait = min(4 * self._wait + 1, _PATIENCE)
-        template = _template(data, chunk, i, k, value)
+        template = _template(data, chunk, i, kind, value)
         if template is not None and template not in self._templates:
             self._templates = [template, *self._templates[: _TEMPLATES - 1]]
             self._fresh = True
@@ -514,20 +525,7 @@ class ChatStream:
         """A choice's delta read in full (``_feed`` reads the usual lone text or
         fragment itself): role, content, reasoning, refusal, tool calls;
         empty strings and other types count as absent."""
-        content = delta.get("content")
-        if type(content) is not str:
-            content = ""
-        role = delta.get("role")
-        if type(role) is not str or not role:
-            role = None
-        reasoning = delta.get("reasoning_content")
-        if type(reasoning) is not str or not reasoning:
-            reasoning = delta.get("reasoning")
-            if type(reasoning) is not str or not reasoning:
-                reasoning = None
-        refusal = delta.get("refusal")
-        if type(refusal) is not str or not refusal:
-            refusal = None
+        content, role, reasoning, refusal = _text_fields(delta)
         if content or role or reasoning or refusal:
             self._out.append(_new_delta(i, content, role, reasoning, refusal, choice.get("logprobs")))
         calls = delta.get("tool_calls")
@@ -714,15 +712,20 @@ def _given(chunk: dict[str, Any]) -> Callable[[Any, int], tuple[Any, int]]:
     return lambda _text, _at: (chunk, 0)
 
 
-def _template(data: str, chunk: dict[str, Any], i: int, k: int, value: str) -> _Template | None:
-    """The template of a usual chunk (a lone text, ``k`` < 0, or a lone
-    arguments fragment of tool index ``k``, in choice ``i``), learnt from its
-    payload ``data``, or None.
+def _template(data: str, chunk: dict[str, Any], i: int, kind: int | str, value: str) -> _Template | None:
+    """The template of a chunk of one choice ``i`` whose only varying string
+    is ``value``, learnt from its payload ``data``, or None.  ``kind`` says
+    where that string is: a tool call's arguments (the tool index; the
+    fragment is alone in the delta, with its index), or the delta's member of
+    that name (content, reasoning, refusal; the other members hold no text).
 
     A template is the payload's text before the string literal that holds
     ``value`` (up to its opening quote: ``head``) and after it (``tail``);
     OpenAI's random padding, when present after it, is a second literal whose
-    value is skipped (``pad``: the text between the two).
+    value is skipped (``pad``: the text between the two).  It also says what
+    to build (``k``): a fragment (``k`` is the tool index), a ``Delta`` of the
+    text alone (-1), or a ``Delta`` of ``fields`` with the text in field
+    ``-2 - k``; ``empty`` is what an empty text gives.
 
     Why a match needs no parse: JSON text is a sequence of tokens, and when
     the literal is one of this payload's tokens, a payload made of ``head``,
@@ -741,6 +744,22 @@ def _template(data: str, chunk: dict[str, Any], i: int, k: int, value: str) -> _
         return None
     if chunk["choices"][0].get("logprobs") is not None:
         return None
+    k, fields, empty = -1, None, None
+    if isinstance(kind, int):
+        k = kind
+    else:
+        # What the delta gives with a text in this member, and with none.
+        # The other members hold no text (see _text_hole), so the two differ
+        # in the one field the member fills.
+        delta = chunk["choices"][0]["delta"]
+        fields = _text_fields({**delta, kind: _PROBE})
+        blank = _text_fields({**delta, kind: ""})
+        slot = fields.index(_PROBE)
+        if fields == (_PROBE, None, None, None):
+            fields = None  # the usual Delta: text alone
+        else:
+            k = -2 - slot
+            empty = _new_delta(i, *blank, None) if any(blank) else None
     at, size = _literal(data, value)
     if at < 0:
         return None
@@ -758,15 +777,57 @@ def _template(data: str, chunk: dict[str, Any], i: int, k: int, value: str) -> _
     try:
         probe = _scan(probe_text, 0)[0]
         place = probe["choices"][0]["delta"]
-        if k >= 0:
-            place = place["tool_calls"][0]["function"]
-        if place["content" if k < 0 else "arguments"] != _PROBE:
+        if isinstance(kind, int):
+            place, kind = place["tool_calls"][0]["function"], "arguments"
+        if place[kind] != _PROBE:
             return None
         if pad is not None and probe[_PAD] != _PROBE_PAD:
             return None
     except (StopIteration, ValueError, RecursionError, LookupError, TypeError):
         return None
-    return (head, tail, pad, i, k)
+    return (head, tail, pad, i, k, fields, empty)
+
+
+def _text_fields(delta: dict[str, Any]) -> _Fields:
+    """A delta's content, role, reasoning and refusal as ``Delta`` holds them:
+    empty strings and other types count as absent (content "", the others
+    None); reasoning is ``reasoning_content``, else ``reasoning``."""
+    content = delta.get("content")
+    if type(content) is not str:
+        content = ""
+    role = delta.get("role")
+    if type(role) is not str or not role:
+        role = None
+    reasoning = delta.get("reasoning_content")
+    if type(reasoning) is not str or not reasoning:
+        reasoning = delta.get("reasoning")
+        if type(reasoning) is not str or not reasoning:
+            reasoning = None
+    refusal = delta.get("refusal")
+    if type(refusal) is not str or not refusal:
+        refusal = None
+    return content, role, reasoning, refusal
+
+
+def _text_hole(choice: object) -> tuple[int, str, str] | None:
+    """``(index, member, text)`` when ``choice``, the only one of its chunk,
+    has an index and a delta with exactly one non-empty text member, no tool
+    calls and no finish: the text is all a template of the chunk would have
+    to read.  Else None."""
+    if type(choice) is not dict or choice.get("finish_reason"):
+        return None
+    i = choice.get("index")
+    delta = choice.get("delta")
+    if type(i) is not int or type(delta) is not dict or delta.get("tool_calls"):
+        return None
+    found = None
+    for member in _TEXT:
+        text = delta.get(member)
+        if type(text) is str and text:
+            if found is not None:
+                return None
+            found = (i, member, text)
+    return found
 
 
 def _literal(text: str, value: str) -> tuple[int, int]:

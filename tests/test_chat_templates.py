@@ -97,12 +97,12 @@ def test_openai_stream_with_padding_is_read_from_one_template() -> None:
     payloads += [chunk({"content": text}, pad=pads[n % len(pads)]) for n, text in enumerate(TEXTS)]
     data = body(*payloads, chunk({}, finish="stop", pad="IPio8"), done=False)
     stream = drained(data)
-    [(head, tail, pad, choice, index)] = stream._templates
+    [(head, tail, pad, choice, k, fields, empty)] = stream._templates
     assert (
         head.endswith('"delta":{"content":"')
         and pad == '},"logprobs":null,"finish_reason":null}],"usage":null,"obfuscation":"'
     )
-    assert (tail, choice, index) == ("}", 0, -1)
+    assert (tail, choice, k, fields, empty) == ("}", 0, -1, None, None)
     assert stream._misses == 0 and stream._wait == 0
     events = same_as_parsed(data + b"data: [DONE]\n\n")
     assert events == [
@@ -121,11 +121,65 @@ def test_tool_call_arguments_are_read_from_their_template() -> None:
     payloads += [chunk({"tool_calls": [{"index": 0, "function": {"arguments": p}}]}) for p in pieces]
     data = body(*payloads, done=False)
     stream = drained(data)
-    [(_, tail, pad, choice, index)] = stream._templates
+    [(_, tail, pad, choice, index, _, _)] = stream._templates
     assert (tail, pad, choice, index) == ('}}]},"logprobs":null,"finish_reason":null}],"usage":null}', None, 0, 0)
     assert stream._misses == 0 and stream._wait == 0
     events = same_as_parsed(data)
     assert [e.arguments for e in events if type(e) is ToolCallFragment] == ["", *pieces]
+
+
+# Deltas with other members beside the text, as servers send them, and the
+# kind of template each gives (-1: the text alone; -2 - n: the text in field n
+# of content, role, reasoning, refusal, the other fields as the chunk has them).
+TEXT_SHAPES = {
+    "deepseek reasoning": ({"content": None, "reasoning_content": "x"}, -4),
+    "deepseek answer": ({"content": "x", "reasoning_content": None}, -1),
+    "sglang": ({"role": None, "content": None, "reasoning_content": "x", "tool_calls": None}, -4),
+    "ollama reasoning": ({"content": "", "reasoning": "x"}, -4),
+    "role on every chunk": ({"role": "assistant", "content": "x"}, -2),
+    "dashscope": ({"content": None, "role": "assistant", "reasoning_content": "x"}, -4),
+    "litellm": ({"content": "x", "role": None, "function_call": None, "tool_calls": None, "audio": None}, -1),
+    "refusal": ({"refusal": "x"}, -5),
+}
+
+
+@pytest.mark.parametrize("name", TEXT_SHAPES)
+def test_deltas_with_neutral_members_are_read_from_a_template(name: str) -> None:
+    delta, kind = TEXT_SHAPES[name]
+    member = next(k for k, v in delta.items() if v == "x")
+    payloads = [chunk({**delta, member: text}) for text in ["first", *TEXTS]]
+    data = body(*payloads, done=False)
+    stream = drained(data)
+    [(_, _, _, choice, k, _, empty)] = stream._templates
+    assert (choice, k) == (0, kind)
+    assert stream._misses == 0 and stream._wait == 0
+    deltas = [e for e in same_as_parsed(data) if type(e) is Delta]
+    texts = ["first", *TEXTS]
+    assert len(deltas) == sum(1 for t in texts if t or empty is not None)
+    field = {-1: "content", -2: "content", -4: "reasoning", -5: "refusal"}[kind]
+    assert [getattr(e, field) or "" for e in deltas] == [t for t in texts if t or empty is not None]
+
+
+def test_a_chunk_with_more_than_its_text_teaches_nothing() -> None:
+    # Tool calls beside the text, and a finish: a template would read the
+    # text alone.  Here the finish reason changes and changes back, so the
+    # last chunk's Finish comes from its parse.
+    calls = [{"index": 0, "function": {"arguments": "{}"}}]
+    payloads = [chunk({"content": f"a{n}", "tool_calls": calls}) for n in range(4)]
+    payloads += [chunk({"content": "b"}, finish="stop"), chunk({"content": "c"}, finish="stop")]
+    payloads += [chunk({}, finish="length"), chunk({"content": "d"}, finish="stop")]
+    stream = drained(body(*payloads, done=False))
+    assert stream._templates == ()
+    events = same_as_parsed(body(*payloads))
+    assert [e.reason for e in events if type(e) is Finish] == ["stop", "length", "stop"]
+    assert sum(type(e) is ToolCallFragment for e in events) == 4
+
+
+def test_two_text_members_are_always_parsed() -> None:
+    payloads = [chunk({"content": f"a{n}", "reasoning_content": f"b{n}"}) for n in range(4)]
+    stream = drained(body(*payloads, done=False))
+    assert stream._templates == () and stream._misses == 0
+    same_as_parsed(body(*payloads))
 
 
 def test_a_new_envelope_is_learnt_again() -> None:
@@ -148,7 +202,7 @@ def test_an_envelope_that_moves_at_every_chunk_costs_a_learning_now_and_then() -
     learnt = []
     with unittest.mock.patch.object(chat, "_template", lambda *a: learnt.append(a[2:]) or template(*a)):
         stream = drained(data)
-    assert learnt == [(0, -1, f"t{n}") for n in (1, 3, 9, 31, 117, 374)]
+    assert learnt == [(0, "content", f"t{n}") for n in (0, 2, 8, 30, 116, 373)]
     assert stream._templates == [] and stream._wait == 256
     same_as_parsed(data)
 
@@ -231,7 +285,7 @@ def test_padding_before_the_text_stays_in_the_template() -> None:
     first = {"obfuscation": "pad1", **chunk({"content": "a"})}
     second = {"obfuscation": "pad2", **chunk({"content": "b"})}
     stream = drained(body(START, first, done=False))
-    [(head, _, pad, _, _)] = stream._templates
+    [(head, _, pad, *_)] = stream._templates
     assert '"pad1"' in head and pad is None
     stream.receive_data(body(second, done=False))
     while stream.next_event() is not NEED_DATA:
@@ -274,6 +328,9 @@ def test_a_finished_choice_is_not_read_from_its_template() -> None:
 _SHAPES = [
     chunk({"content": "x"}),
     chunk({"content": "x"}, pad="p"),
+    chunk({"content": None, "reasoning_content": "x"}, pad="p"),
+    chunk({"role": "assistant", "content": "x"}),
+    chunk({"content": "", "reasoning": "x", "refusal": None}),
     chunk({"tool_calls": [{"index": 0, "function": {"arguments": "x"}}]}),
     chunk({"tool_calls": [{"index": 1, "function": {"arguments": "x"}}]}, pad="p"),
     {"choices": [{"finish_reason": None, "index": 2, "delta": {"content": "x"}}], "created": 1, "id": "c"},
