@@ -34,12 +34,14 @@ The response head decides the mode once, at construction:
   be decoded whole, when anything is unusual).
 
   **Templates.**  The usual chunks of one stream differ in one string (the
-  text, or the arguments fragment) and, on api.openai.com, a random padding
-  string: the rest of the payload is the same text.  So after parsing a usual
-  chunk, ``_learn`` keeps its text around that string as a *template*
-  (``_template``: checked once with a probe parse), and ``_fit`` reads a
-  later payload that matches a template by scanning that one string with the
-  C string reader; no object tree is built.  A payload that matches no
+  text, reasoning or refusal, or the arguments fragment) and, on
+  api.openai.com, a random padding string: the rest of the payload is the
+  same text.  So after parsing such a chunk (the short path's usual chunk,
+  or a one-choice chunk of the general loop whose delta holds one text:
+  ``_text_hole``), ``_learn`` keeps its text around that string as a
+  *template* (``_template``: checked once with a probe parse), and ``_fit``
+  reads a later payload that matches a template by scanning that one string
+  with the C string reader; no object tree is built.  A payload that matches no
   template is parsed as above.  A stream keeps at most four templates (one
   per choice when ``n`` > 1) and learns when a usual chunk matches none.  A
   template that misses the next usual chunk of its choice is let go, and
