@@ -373,8 +373,8 @@ class ChatStream:
                 continue
             if self._missing:
                 self._take_metadata(chunk)
-            hole = None  # the varying string of a chunk a template may read
-            kind: int | str = 0  # where it is: a tool index, or a delta member
+            hole = None  # the varying string of a chunk a template may read (set: the short path read it)
+            kind: int | str  # where that string is: a tool index, or a delta member
             # The usual chunk: one choice that started and has not finished,
             # one member in its delta, no finish.  Its containers are read by
             # unpacking, subscripts and len(), so a member of another shape
@@ -392,7 +392,6 @@ class ChatStream:
                     if type(content := delta.get("content")) is str:  # AttributeError: not an object
                         if content:
                             append(new_content(i, content, c.get("logprobs")))
-                        choices = None
                         hole, kind = content, "content"
                     elif (calls := delta.get("tool_calls")) is not None:
                         [call] = calls  # ValueError: not one call
@@ -404,12 +403,11 @@ class ChatStream:
                         ):
                             # The usual fragment: {"index": i, "function": {"arguments": ...}}.
                             append(_new_arguments(i, index, args))
-                            choices = None
                             hole, kind = args, index
             except (LookupError, TypeError, AttributeError, ValueError):
                 pass
-            if hole is None and choices is not None and type(choices) is list:  # not read above
-                self._choices(choices)  # the general loop
+            if hole is None and type(choices) is list:  # not read above: the general loop
+                self._choices(choices)
                 if len(choices) == 1 and (found := _text_hole(choices[0])) is not None:
                     i, kind, hole = found  # one text member beside neutral ones: a template may read it
             if hole is not None:  # a chunk a template may read, and none did
@@ -428,8 +426,7 @@ class ChatStream:
         payload.  The events are those the parse would give: the choice has
         started (it had when the template was learnt), and a finished choice
         gets its text all the same."""
-        for template in self._templates:
-            head, tail, pad, i, k, fields, empty = template
+        for head, tail, pad, i, k, fields, empty in self._templates:
             try:
                 if not data.startswith(head):  # AttributeError / TypeError: not text
                     continue
@@ -458,7 +455,7 @@ class ChatStream:
             return True
         return False
 
-    def _learn(self, data: Any, chunk: dict[str, Any], i: int, kind: int | str, value: str) -> None:
+    def _learn(self, data: str, chunk: dict[str, Any], i: int, kind: int | str, value: str) -> None:
         """A usual chunk of choice ``i`` that no template matched was parsed
         (``_misses`` counts it), and learning is due or the newest template
         is on trial: let that template go if it missed its choice's chunk,
@@ -470,7 +467,7 @@ class ChatStream:
             # after it was learnt: the envelope moves, and it is let go.
             self._templates = self._templates[1:]
             self._fresh = False
-        if self._misses <= self._wait or not self._live or type(data) is not str:
+        if self._misses <= self._wait or not self._live:
             return
         if not len(value) < len(data) <= _TEMPLATE_SIZE:  # a large chunk, or one read from bytes (data "")
             return

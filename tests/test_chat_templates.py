@@ -20,11 +20,11 @@ from typing import Any
 
 import pytest
 from chatgen import chat_streams, mutated_streams, texts
-from helpers import chunkings, until_error
+from helpers import chunkings, drain, until_error
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ssestate import NEED_DATA, ChatStream, Delta, Done, Finish, ToolCallFragment
+from ssestate import ChatStream, Delta, Done, Finish, ToolCallFragment
 from ssestate import _chat as chat
 
 template = chat._template
@@ -83,8 +83,7 @@ def drained(data: bytes) -> ChatStream:
     so it still holds its templates."""
     stream = ChatStream()
     stream.receive_data(data)
-    while stream.next_event() is not NEED_DATA:
-        pass
+    drain(stream)
     return stream
 
 
@@ -288,8 +287,7 @@ def test_padding_before_the_text_stays_in_the_template() -> None:
     [(head, _, pad, *_)] = stream._templates
     assert '"pad1"' in head and pad is None
     stream.receive_data(body(second, done=False))
-    while stream.next_event() is not NEED_DATA:
-        pass
+    drain(stream)
     assert stream._templates == [] and stream._misses == 1
     same_as_parsed(body(START, first, second))
 
