@@ -408,8 +408,11 @@ class ChatStream:
                 pass
             if hole is None and type(choices) is list:  # not read above: the general loop
                 self._choices(choices)
-                if len(choices) == 1 and (found := _text_hole(choices[0])) is not None:
-                    i, kind, hole = found  # one text member beside neutral ones: a template may read it
+                if len(choices) == 1:
+                    if self._misses < self._wait and not self._fresh:
+                        self._misses += 1  # learning waits: a miss, whatever the chunk holds
+                    elif (found := _text_hole(choices[0])) is not None:
+                        i, kind, hole = found  # one text member beside neutral ones: a template may read it
             if hole is not None:  # a chunk a template may read, and none did
                 self._misses += 1
                 if self._misses > self._wait or self._fresh:

@@ -28,6 +28,7 @@ from ssestate import ChatStream, Delta, Done, Finish, ToolCallFragment
 from ssestate import _chat as chat
 
 template = chat._template
+text_hole = chat._text_hole
 
 NEVER = 1 << 62  # _wait beyond reach: no template is ever learnt
 
@@ -202,6 +203,25 @@ def test_an_envelope_that_moves_at_every_chunk_costs_a_learning_now_and_then() -
     with unittest.mock.patch.object(chat, "_template", lambda *a: learnt.append(a[2:]) or template(*a)):
         stream = drained(data)
     assert learnt == [(0, "content", f"t{n}") for n in (0, 2, 8, 30, 116, 373)]
+    assert stream._templates == [] and stream._wait == 256
+    same_as_parsed(data)
+
+
+def test_while_learning_waits_the_general_loop_does_not_look_for_a_text() -> None:
+    # DeepSeek's deltas ("content":null beside the reasoning) go through the
+    # general loop; with "created" moving at every chunk no template matches.
+    # A chunk is looked at only when learning is due or a template is on
+    # trial: at each learning and at the chunk after it.
+    payloads = [{**chunk({"content": None, "reasoning_content": f"t{n}"}), "created": n} for n in range(601)]
+    data = body(*payloads, done=False)
+    learnt, looked = [], []
+    with (
+        unittest.mock.patch.object(chat, "_template", lambda *a: learnt.append(a[4]) or template(*a)),
+        unittest.mock.patch.object(chat, "_text_hole", lambda c: looked.append(1) or text_hole(c)),
+    ):
+        stream = drained(data)
+    assert learnt == [f"t{n}" for n in (0, 2, 8, 30, 116, 373)]
+    assert len(looked) == 12
     assert stream._templates == [] and stream._wait == 256
     same_as_parsed(data)
 
