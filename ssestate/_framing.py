@@ -78,7 +78,6 @@ import re
 import weakref
 from collections.abc import Callable, Iterable, Iterator
 from itertools import repeat
-from operator import contains
 from typing import Any, Union, cast
 
 from ._events import Heartbeat, ServerSentEvent, Truncated, _fast
@@ -111,7 +110,6 @@ _TERMINATOR = re.compile(rb"\r\n|\r|\n")
 _new_event = _fast(ServerSentEvent)
 _new_heartbeat = _fast(Heartbeat)
 # Constant arguments of C-level map() loops.
-_LF = repeat(10)
 _UTF8 = repeat("utf-8")
 _REPLACE = repeat("replace")
 _MESSAGE = repeat("message")
@@ -274,14 +272,17 @@ class EventStreamParser:
         if self._closed:
             self.next_event = ENDED
             return CLOSED
-        out: list[FramingEvent | str | bytearray] = []
+        # Only an owning ChatStream sets raw mode (and reads through _take):
+        # here every item is an event.
+        out: list[Any] = []
         self._out = out
         self._step()
         if len(out) == 1 and not self._ready:
             self.next_event = IDLE  # the usual step of small chunks: one event, then nothing to do
-            return cast("FramingEvent", out[0])
-        # Only an owning ChatStream sets raw mode, and it reads through _take.
-        self._queue = queue = iter(cast("list[FramingEvent]", out))
+            event = out[0]
+            return event
+        queue: Iterator[FramingEvent] = iter(out)
+        self._queue = queue
         for event in queue:
             return event
         return self._next_event()
@@ -346,7 +347,7 @@ class EventStreamParser:
                     decode = bytearray.decode
                 else:
                     pieces = bytes(body).split(b"\n\ndata: ")
-                    if any(map(contains, pieces, _LF)):
+                    if 10 in b"".join(pieces):  # a piece with a line break: not the hot path
                         pieces = None
                 if pieces is None:
                     self._interpret(batch)
@@ -677,10 +678,17 @@ class EventStreamParser:
 
     def _line_offset(self, k: int) -> int:
         """Stream offset of the start of line ``k`` of the latest batch."""
-        base = self._offset - len(self._batch)
+        batch = self._batch
+        base = self._offset - len(batch)
         if k == 0:
             return base
-        ends = _TERMINATOR.finditer(self._batch)
+        if 13 not in batch:
+            # Every line ends in LF: the k-th LF, found by memchr.
+            end = 0
+            for _ in range(k):
+                end = batch.index(10, end) + 1
+            return base + end
+        ends = _TERMINATOR.finditer(batch)
         for _ in range(k - 1):
             next(ends)
         return base + next(ends).end()
