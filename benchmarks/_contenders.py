@@ -27,17 +27,26 @@ Peers are imported lazily, so ``ssestate``'s own contenders run without them.
   built.  The client is never asked to connect.
 * ``ChatStream``: ``ssestate.ChatStream`` fed chunk by chunk, every event
   drained (and so built) after each chunk.
-* floors: ``json.loads`` over the pre-split, already decoded payloads; and
-  ``bytes.split(b"\\n\\n")`` over the whole body.
+* floors: ``json.loads`` over the pre-split, already decoded payloads;
+  ``bytes.split(b"\\n\\n")`` over the whole body; and the *event floor*:
+  the caller's loop of ``ssestate`` (the same ``next_event`` calls, type test
+  and ``json.loads``) over events whose places in the stream are given in
+  advance, so that what it times beyond ``json.loads`` is only what no
+  framer can skip: decoding each event's bytes, building its
+  ``ServerSentEvent`` (with the parser's own constructor) and handing it out
+  by a method call, as each chunk completes it.  Nothing is searched,
+  buffered or checked, and chunks that complete no event are skipped.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterator
+from itertools import repeat
 from typing import Any
 
 from ssestate import CLOSED, NEED_DATA, ChatStream, EventStreamParser, ServerSentEvent
+from ssestate._framing import _new_event
 
 from .fixtures import DONE
 
@@ -93,6 +102,62 @@ def json_floor(payloads: tuple[str, ...]) -> Callable[[], int]:
 def split_floor(body: bytes) -> Callable[[], int]:
     def floor() -> int:
         return len(body.split(b"\n\n"))
+
+    return floor
+
+
+def completed_events(chunks: list[bytes]) -> list[list[bytes]]:
+    """For each chunk, the data (undecoded) of the events whose last byte it
+    brings.  The body must be made of one-line ``data: `` events only, each
+    followed by a blank line (every chat fixture is)."""
+    groups: list[list[bytes]] = []
+    tail = b""
+    for piece in chunks:
+        tail += piece
+        blocks = tail.split(b"\n\n")
+        tail = blocks.pop()
+        if not all(b.startswith(b"data: ") and b"\n" not in b for b in blocks):
+            raise ValueError("the event floor needs a body of one-line data events")
+        groups.append([b[6:] for b in blocks])
+    if tail:
+        raise ValueError("the event floor needs a body that ends with a blank line")
+    return groups
+
+
+class _GivenEvents:
+    """Hands out, one per ``next_event`` call, the events of each group it
+    receives: decoded and built as ``EventStreamParser`` builds them."""
+
+    __slots__ = ("_queue",)
+
+    def __init__(self) -> None:
+        self._queue: Iterator[ServerSentEvent] = iter(())
+
+    def receive(self, group: list[bytes]) -> None:
+        texts = map(bytes.decode, group)
+        self._queue = iter(list(map(_new_event, repeat("message"), texts, repeat(""), repeat(None))))
+
+    def next_event(self) -> ServerSentEvent | object:
+        for event in self._queue:
+            return event
+        return NEED_DATA
+
+
+def event_floor(chunks: list[bytes]) -> Callable[[], int]:
+    # Chunks that complete no event cost a framer at least one call; the
+    # floor skips them altogether.
+    groups = [group for group in completed_events(chunks) if group]
+
+    def floor() -> int:
+        source = _GivenEvents()
+        n = 0
+        for group in groups:
+            source.receive(group)
+            while (event := source.next_event()) is not NEED_DATA:
+                if type(event) is ServerSentEvent and event.data != DONE:
+                    json.loads(event.data)
+                    n += 1
+        return n
 
     return floor
 
