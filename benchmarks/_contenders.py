@@ -33,7 +33,7 @@ Peers are imported lazily, so ``ssestate``'s own contenders run without them.
   and ``json.loads``) over events whose places in the stream are given in
   advance, so that what it times beyond ``json.loads`` is only what no
   framer can skip: decoding each event's bytes, building its
-  ``ServerSentEvent`` (with the parser's own constructor) and handing it out
+  ``ServerSentEvent`` (as the parser builds them) and handing it out
   by a method call, as each chunk completes it.  Nothing is searched,
   buffered or checked, and chunks that complete no event are skipped.
 """
@@ -42,11 +42,10 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterator
-from itertools import repeat
 from typing import Any
 
 from ssestate import CLOSED, NEED_DATA, ChatStream, EventStreamParser, ServerSentEvent
-from ssestate._framing import _new_event
+from ssestate._events import _messages
 
 from .fixtures import DONE
 
@@ -134,8 +133,9 @@ class _GivenEvents:
         self._queue: Iterator[ServerSentEvent] = iter(())
 
     def receive(self, group: list[bytes]) -> None:
-        texts = map(bytes.decode, group)
-        self._queue = iter(list(map(_new_event, repeat("message"), texts, repeat(""), repeat(None))))
+        events: list[ServerSentEvent] = []
+        _messages(events, list(map(bytes.decode, group)), "")
+        self._queue = iter(events)
 
     def next_event(self) -> ServerSentEvent | object:
         for event in self._queue:

@@ -43,8 +43,9 @@ whole list instead (``_take``), with plain "message" data as bare ``str``.
   data.  When the batch is nothing but such events (the hot path, inline in
   ``_step``) its bytes are cut before decoding (no cut at all when they
   hold no other LF: one event), and the pieces, checked for line breaks,
-  are decoded one by one (strict, the fast case; with replacement after an
-  error) and turned into events by C-level ``map`` loops; otherwise
+  are decoded one by one by a C-level ``map`` (strict, the fast case; with
+  replacement after an error) and turned into events by ``_messages``, which
+  builds them inline without a constructor call per event; otherwise
   ``_blocks`` reads the decoded text's pieces one by one.  Everything else
   goes through the line loop (``_lines``): a blank line dispatches, a
   ``data:`` line is appended to the data list, a comment becomes a
@@ -80,7 +81,7 @@ from collections.abc import Callable, Iterable, Iterator
 from itertools import repeat
 from typing import Any, Union, cast
 
-from ._events import Heartbeat, ServerSentEvent, Truncated, _fast
+from ._events import Heartbeat, ServerSentEvent, Truncated, _fast, _messages, _new_event
 from ._util import CLOSED, ENDED, IDLE, NEED_DATA, LocalProtocolError, RemoteProtocolError, Sentinel, fresh, unusable
 
 __all__ = ["DEFAULT_MAX_EVENT_SIZE", "EventStreamParser", "FramingEvent"]
@@ -107,13 +108,10 @@ _HUGE = 32 * 1024
 # at most this size, each cut after an LF.
 _SLICE = 32 * 1024
 _TERMINATOR = re.compile(rb"\r\n|\r|\n")
-_new_event = _fast(ServerSentEvent)
 _new_heartbeat = _fast(Heartbeat)
-# Constant arguments of C-level map() loops.
+# Constant arguments of the C-level map() that decodes with replacement.
 _UTF8 = repeat("utf-8")
 _REPLACE = repeat("replace")
-_MESSAGE = repeat("message")
-_NONE = repeat(None)
 
 
 class EventStreamParser:
@@ -356,16 +354,17 @@ class EventStreamParser:
                     self._batch_has_data = False
                     self._offset += end
                     self.last_event_id = ident = self._id_buf
-                    out = self._out  # empty: nothing before the hot path adds to it
-                    texts = map(decode, pieces)  # strict: valid UTF-8, the usual case, is decoded fastest
                     try:
-                        out.extend(texts if self._raw else map(_new_event, _MESSAGE, texts, repeat(ident), _NONE))
+                        texts = list(map(decode, pieces))  # strict: valid UTF-8, the usual case, is decoded fastest
                     except UnicodeDecodeError:
                         # Each piece with replacement, as the whole batch would
                         # be: a cut before an ASCII byte changes no replacement.
-                        out.clear()
-                        texts = map(decode, pieces, _UTF8, _REPLACE)
-                        out.extend(texts if self._raw else map(_new_event, _MESSAGE, texts, repeat(ident), _NONE))
+                        texts = list(map(decode, pieces, _UTF8, _REPLACE))
+                    # self._out is empty: nothing before the hot path adds to it.
+                    if self._raw:
+                        self._out += texts
+                    else:
+                        _messages(self._out, texts, ident)
                     if not self._eof:  # no block open, and the tail fits (checked above)
                         self._room = self.max_event_size
                         return
@@ -561,7 +560,7 @@ class EventStreamParser:
         if self._raw:
             self._out.extend(values)
         else:
-            self._out.extend([_new_event("message", v, ident, None) for v in cast("list[str]", values)])
+            _messages(self._out, cast("list[str]", values), ident)
         self.last_event_id = ident
         return True
 
