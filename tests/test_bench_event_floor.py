@@ -95,3 +95,13 @@ def test_floor_events_are_the_parsers_own() -> None:
     assert event == ServerSentEvent("message", '{"a": "流"}', "", None)
     assert type(event) is ServerSentEvent
     assert source.next_event() is NEED_DATA
+
+
+def test_floors_script_measures_every_contender(capsys: pytest.CaptureFixture[str]) -> None:
+    from benchmarks import floors
+
+    ratios = floors.measure(rounds=1, n_chunks=20)
+    assert set(ratios) == {"ssestate", "event floor", "split floor"}
+    assert all(r > 0 for r in ratios.values())
+    floors.main(["--rounds", "1"])
+    assert "event floor" in capsys.readouterr().out
