@@ -149,6 +149,8 @@ def event_floor(chunks: list[bytes]) -> Callable[[], int]:
     groups = [group for group in completed_events(chunks) if group]
 
     def floor() -> int:
+        # The caller's loop of ssestate_json, written out again so that the
+        # two pay the same per event (a shared helper would add a call).
         source = _GivenEvents()
         n = 0
         for group in groups:
