@@ -5,11 +5,12 @@ Theory of operation: for each stream (the OpenAI chat stream, the stream of
 over the same pre-cut chunks (see ``_contenders`` for how each is driven and
 ``_harness`` for the interleaving).  Every pipeline decodes every JSON
 payload, so all do the same work; the floors show what that work costs
-without any framing (``json.loads`` over the pre-split payloads), what the
-cheapest possible split costs (``bytes.split(b"\\n\\n")``), and what no
-framer that hands out ``ServerSentEvent`` objects can go below (the event
-floor: ``json.loads`` plus decoding, building and handing out each event,
-with the places of the events given in advance).
+without any framing (``json.loads`` over the pre-split payloads), what
+cutting the body at its blank lines costs in one C call
+(``bytes.split(b"\\n\\n")``), and what no framer that hands out
+``ServerSentEvent`` objects can go below (the event floor: ``json.loads``
+plus decoding, building and handing out each event, with the places of the
+events given in advance).
 
 Then the linearity runs: one huge line dripped in 64-byte chunks, and one
 huge payload in 1-byte chunks, each at two sizes 4x apart, timed in the same

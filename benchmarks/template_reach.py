@@ -26,7 +26,10 @@ COPIES = 20
 
 
 def _varying(payload: str) -> str | None:
-    """The one varying string of a chunk, if it has exactly one."""
+    """The one varying string of a chunk, if it has exactly one.  The rule is
+    stated here on its own, not taken from ``_chat._text_hole``: the count of
+    chunks a template could read must not be defined by the code it
+    measures (a finished chunk counts here, and ChatStream parses it)."""
     try:
         chunk: Any = json.loads(payload)
     except ValueError:
