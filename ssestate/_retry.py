@@ -7,7 +7,8 @@ failed, what the failed attempt returned (a status and headers, or nothing
 at all when the connection failed before a response head) and whether any
 output was handed to the caller, it returns the seconds to wait before the
 next attempt, or None for "do not retry".  It never sleeps and never reads a
-clock; the adapters do both.  The rules, first match wins:
+clock but for that last case (an HTTP-date with nothing to read it
+against), and the clock is the policy's own ``clock``; the adapters sleep.  The rules, first match wins:
 
 1. Output was emitted (a ``Delta`` or ``ToolCallFragment`` reached the
    caller): never retry.  A second attempt would produce a different
@@ -22,8 +23,9 @@ clock; the adapters do both.  The rules, first match wins:
    delay-seconds or as an HTTP-date.  A date is turned into seconds with
    ``now`` (wall-clock seconds since the epoch) when the caller gives one,
    else with the response's own ``Date`` header, which also sidesteps clock
-   skew between client and server; with neither, the date is unusable and
-   rule 5 applies.  A date in the past means "now" (0 s).  A wait longer
+   skew between client and server, else with the local wall clock
+   (``clock``, ``time.time`` unless the policy was given another): a
+   response without ``Date`` still asked for that instant.  A date in the past means "now" (0 s).  A wait longer
    than ``max_retry_after`` returns None: the server asked for more time
    than a caller blocked in a request should spend, so its answer goes to
    the caller instead.  Unparseable values are ignored.
@@ -49,7 +51,8 @@ import dataclasses
 import email.utils
 import math
 import random
-from collections.abc import Iterable, Mapping
+import time
+from collections.abc import Callable, Iterable, Mapping
 from typing import Literal, Union
 
 __all__ = ["RetryPolicy", "StreamTimeout"]
@@ -77,6 +80,9 @@ class RetryPolicy:
             that is honoured; a longer one means "do not retry".
         jitter: fraction (0 to 1) by which a backoff wait is randomly reduced.
         rng: source of randomness for the jitter.
+        clock: wall-clock time (seconds since the epoch), read only for an
+            HTTP-date ``Retry-After`` on a response without a usable
+            ``Date`` header when the caller passes no ``now``.
     """
 
     max_retries: int = 2
@@ -85,6 +91,7 @@ class RetryPolicy:
     max_retry_after: float = 60.0
     jitter: float = 0.25
     rng: random.Random | None = dataclasses.field(default=None, compare=False, repr=False)
+    clock: Callable[[], float] = dataclasses.field(default=time.time, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         if self.max_retries < 0:
@@ -117,12 +124,13 @@ class RetryPolicy:
             headers: its response headers (for ``Retry-After``).
             emitted: whether any Delta/ToolCallFragment reached the caller.
             now: wall-clock time (seconds since the epoch) for an HTTP-date
-                ``Retry-After``; None uses the response's ``Date`` header.
+                ``Retry-After``; None uses the response's ``Date`` header,
+                else ``clock()``.
         """
         if emitted or attempt >= self.max_retries or not self.retryable(status):
             return None
         if headers is not None:
-            asked = _server_delay(headers, now)
+            asked = _server_delay(headers, now, self.clock)
             if asked is not None:
                 return asked if asked <= self.max_retry_after else None
         nominal = min(self.max_delay, self.base_delay * 2.0 ** min(attempt, 64))
@@ -130,7 +138,7 @@ class RetryPolicy:
         return nominal * (1.0 - self.jitter * rng.random())
 
 
-def _server_delay(headers: Headers, now: float | None) -> float | None:
+def _server_delay(headers: Headers, now: float | None, clock: Callable[[], float]) -> float | None:
     """The wait the response asks for, in seconds, or None if it asks none."""
     items = headers.items() if isinstance(headers, Mapping) else headers
     found: dict[str, str] = {}
@@ -149,7 +157,7 @@ def _server_delay(headers: Headers, now: float | None) -> float | None:
     if now is None:
         now = _http_date(found.get("date", ""))
         if now is None:
-            return None
+            now = clock()
     return max(0.0, when - now)
 
 

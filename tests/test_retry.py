@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import email.utils
 import pickle
 import random
+import time
 
 import pytest
 from hypothesis import given
@@ -121,11 +123,23 @@ def test_http_date_zone_offsets() -> None:
     assert RetryPolicy().delay(0, 429, headers) == 2.0
 
 
-def test_http_date_without_a_reference_falls_back_to_backoff() -> None:
-    policy = RetryPolicy(rng=NO_JITTER)
+def test_http_date_without_a_date_header_is_read_against_the_local_clock() -> None:
+    # A response that asks for an instant but carries no usable Date header
+    # still asked for that instant: it is read against the wall clock.
     headers = {"Retry-After": "Sun, 06 Nov 1994 08:49:37 GMT"}
-    assert policy.delay(0, 429, headers) == 0.5
-    assert policy.delay(0, 429, {**headers, "Date": "garbage"}) == 0.5
+    epoch = 784111777.0
+    policy = RetryPolicy(rng=NO_JITTER, clock=lambda: epoch - 7)
+    assert policy.delay(0, 429, headers) == 7.0
+    assert policy.delay(0, 429, {**headers, "Date": "garbage"}) == 7.0
+    assert policy.delay(0, 429, headers, now=epoch - 2) == 2.0  # the caller's now wins
+    assert RetryPolicy(clock=lambda: epoch + 5).delay(0, 429, headers) == 0.0  # already past
+
+
+def test_http_date_is_read_against_time_time_by_default() -> None:
+    when = time.time() + 30
+    headers = {"Retry-After": email.utils.formatdate(when, usegmt=True)}
+    wait = RetryPolicy().delay(0, 429, headers)
+    assert wait is not None and 25 <= wait <= 31
 
 
 def test_too_long_retry_after_means_no_retry() -> None:
