@@ -11,9 +11,12 @@ included.
   an array position), in the order they were first seen, so a stream that
   only ever carries choice 1, or carries 1 before 0, needs no padding.
 * Text arrives in thousands of fragments, so each text field (content,
-  reasoning, refusal, tool arguments) collects its fragments in a list and
-  joins them when read; the joined string replaces the list, so reading
-  twice costs nothing and appending stays O(1).
+  reasoning, refusal, a tool call's name and arguments) collects its
+  fragments in a list and joins them when read; the joined string replaces
+  the list, so reading twice costs nothing and appending stays O(1).  A
+  name fragment is compared with the whole name (a repeat is ignored) only
+  when it is as long as the name, so a name sent a character at a time
+  costs no join per fragment.
 * Assembly rules (SPEC §4): ``role`` is assigned, never appended; a tool
   call's ``id`` is the first non-empty one; a ``name`` fragment equal to the
   whole name already held is a repeat and is ignored, any other is appended
@@ -85,13 +88,26 @@ class ToolCall:
         name: the function name; "" until a fragment carries one.
     """
 
-    __slots__ = ("_args", "id", "index", "name")
+    __slots__ = ("_args", "_name", "_name_size", "id", "index")
 
     def __init__(self, index: int) -> None:
         self.index = index
         self.id: str | None = None
-        self.name = ""
+        self._name: list[str] = []
+        self._name_size = 0
         self._args: list[str] = []
+
+    @property
+    def name(self) -> str:
+        """The function name: its fragments joined; "" until one comes."""
+        return _joined(self._name)
+
+    def _add_name(self, fragment: str) -> None:
+        """Append a name fragment, unless it repeats the whole name held (a
+        repeat can only be as long as the name: other fragments cost no join)."""
+        if len(fragment) != self._name_size or fragment != _joined(self._name):
+            self._name.append(fragment)
+            self._name_size += len(fragment)
 
     @property
     def arguments(self) -> str:
@@ -139,16 +155,30 @@ class Choice:
         role: the latest role sent; None until one is.
         finish_reason: the latest finish reason, exactly as the server sent
             it; None while the choice is unfinished.
+        native_finish_reason: the server's own word for it when
+            ``finish_reason`` was mapped from another API's vocabulary
+            (``Finish.native``), else None.
         logprobs: the ``logprobs.content`` token entries of every fragment,
             concatenated; None when no fragment carried any.
     """
 
-    __slots__ = ("_content", "_reasoning", "_refusal", "_tools", "finish_reason", "index", "logprobs", "role")
+    __slots__ = (
+        "_content",
+        "_reasoning",
+        "_refusal",
+        "_tools",
+        "finish_reason",
+        "index",
+        "logprobs",
+        "native_finish_reason",
+        "role",
+    )
 
     def __init__(self, index: int) -> None:
         self.index = index
         self.role: str | None = None
         self.finish_reason: str | None = None
+        self.native_finish_reason: str | None = None
         self.logprobs: list[Any] | None = None
         self._content: list[str] = []
         self._reasoning: list[str] = []
@@ -258,9 +288,8 @@ class Accumulator:
                 call = choice._tools[event.index] = ToolCall(event.index)
             if event.id and call.id is None:
                 call.id = event.id
-            name = event.name
-            if name and name != call.name:
-                call.name += name
+            if event.name:
+                call._add_name(event.name)
             if event.arguments:
                 call._args.append(event.arguments)
         else:
@@ -331,6 +360,7 @@ class Accumulator:
         if choice is None:
             choice = self._choices[event.choice] = Choice(event.choice)
         choice.finish_reason = event.reason
+        choice.native_finish_reason = event.native
         if event.reason in _ERROR_REASONS:
             self._errored = True
 
