@@ -120,7 +120,7 @@ EVENT_FIELDS = {
     "Truncated": ["reason", "pending"],
     "Delta": ["choice", "content", "role", "reasoning", "refusal", "logprobs"],
     "ToolCallFragment": ["choice", "index", "id", "name", "arguments"],
-    "Finish": ["choice", "reason"],
+    "Finish": ["choice", "reason", "native"],
     "Usage": ["prompt_tokens", "completion_tokens", "total_tokens", "raw"],
     "Done": ["sentinel"],
     "StreamError": ["status", "code", "message", "type", "body"],
