@@ -23,6 +23,7 @@ from ._events import (
 from ._framing import DEFAULT_MAX_EVENT_SIZE, EventStreamParser, FramingEvent
 from ._pacer import Pacer
 from ._retry import RetryPolicy, StreamTimeout
+from ._state import ChatState, ParserState
 from ._stats import StreamStats
 from ._util import CLOSED, NEED_DATA, LocalProtocolError, ProtocolError, RemoteProtocolError, Sentinel
 
@@ -35,6 +36,7 @@ __all__ = (
     "NEED_DATA",
     "Accumulator",
     "ChatEvent",
+    "ChatState",
     "ChatStream",
     "Choice",
     "Delta",
@@ -46,6 +48,7 @@ __all__ = (
     "LocalProtocolError",
     "Outcome",
     "Pacer",
+    "ParserState",
     "ProtocolError",
     "RemoteProtocolError",
     "RetryPolicy",

@@ -2,87 +2,68 @@
 
 Theory of operation
 -------------------
-Bytes come in through ``receive_data`` (``b""`` is end of stream) and are
-only appended to one ``bytearray``.  All work happens in ``next_event``: when
-the events of the last step are all handed out it runs one *step*, which
-takes every complete line out of the buffer at once, decodes them,
-interprets them and lists the events they dispatch; an iterator over that
-list then hands them out one per call.  An owning ``ChatStream`` takes the
-whole list instead (``_take``), with plain "message" data as bare ``str``.
+The parser works eagerly.  ``receive_data`` appends a chunk to its
+``ReceiveBuffer`` and, when the chunk brings a line terminator, takes every
+complete line out at once (a *batch*), interprets it and queues the events
+it dispatches; ``next_event`` only hands queued events out, and ``feed``
+returns them as a list.  A chunk without a terminator cannot complete an
+event, so it costs one append and one C-level test of its own bytes.  Every
+state the parser can be in, and every move between them, is in
+``_state.py``.
 
-* ``receive_data`` looks only at the bytes it appends (``10 in data``, a
-  C-level ``memchr`` over the chunk; other bytes-like objects are copied to
-  ``bytes`` first) and wakes the parser (``_wake``) when they hold a line
-  terminator or push the unfinished event past ``max_event_size``.  Until
-  then ``next_event`` is not even a method: it is a C-level callable that
-  returns ``NEED_DATA`` (``_util.IDLE``), so a line that arrives in a
-  million pieces costs a million appends and one scan, and no Python frame
-  for the million ``next_event`` calls in between.  Waking stores the bound
-  method ``_next_event`` in the ``next_event`` slot; it is swapped back to
-  the idle callable when the events run out (to ``ENDED`` once ``CLOSED``,
-  to a raiser after an error), so a parser that is not in the middle of
-  handing out events holds no reference to itself.
-* A step finds the **last** line terminator with C-level ``rfind`` (from
-  the end of the buffer: it lies in the bytes that arrived last; CR is
-  looked for only when ``13 in buf`` says there is one).  Everything up to
-  it is the *batch*: the buffer object itself becomes the batch, and only
-  the bytes after that terminator (at most about one chunk) are copied into
-  a new buffer.  A buffer of complete lines longer than 32 KiB (a whole
-  body fed at once) is read a slice at a time instead (``_edge``), so that
-  a step's text stays in the CPU caches.
-* The batch is decoded with replacement: whole, or on the hot path (below)
-  event by event.  CR and LF never occur inside a UTF-8 sequence, so
-  decoding complete lines gives the same text whatever the chunking, and a
-  character split across chunks waits, undamaged, in the unterminated tail.
-* CRLF and lone CR are folded into LF (two C-level ``str.replace`` calls,
-  skipped when the batch holds no CR); a batch that ends in CR sets
-  ``_skip_lf`` so that an LF starting the next data is swallowed, while the
-  line itself is finished at once.
-* A batch that starts at a block boundary is cut where a blank line is
-  followed by ``data: ``: each piece without a line break is one event's
-  data.  When the batch is nothing but such events (the hot path, inline in
-  ``_step``) its bytes are cut before decoding (no cut at all when they
-  hold no other LF: one event), and the pieces, checked for line breaks,
-  are decoded one by one by a C-level ``map`` (strict, the fast case; with
-  replacement after an error) and turned into events by ``_messages``, which
-  builds them inline without a constructor call per event; otherwise
-  ``_blocks`` reads the decoded text's pieces one by one.  Everything else
-  goes through the line loop (``_lines``): a blank line dispatches, a
-  ``data:`` line is appended to the data list, a comment becomes a
-  ``Heartbeat``, and the other fields are read in its last branch.  A
-  batch of large events is decoded event by event straight from the
-  buffer; an owning ChatStream gets the data of an event of ``_HUGE`` bytes
-  or more undecoded, as a ``bytearray`` (the batch itself, trimmed, when
-  the event is alone in it).  A batch that is one lone ``data: `` line, or
-  one lone blank line that ends the block such a line opened (a server or
-  proxy that sends the blank line on its own), is read in ``_step`` too.
-* ``max_event_size`` is checked per step from two numbers (the unterminated
-  tail, and the bytes of the open block); a batch that could break it is
-  checked line by line in bytes (``_oversize``), so the error comes at the
-  same place whatever the chunking.
-* Byte offsets are not tracked per line (that would cost every line).  The
-  stream offset of the buffer start is kept; the few things that need the
-  offset of a line inside a batch (the start of an unfinished block for
-  ``Truncated.pending`` and the size limit, the end of an event for error
-  messages) recompute it from the kept batch bytes, which costs one pass
-  over one batch and happens only on those rare paths.
+Interpreting a batch:
 
-State that outlives a step: the unfinished block (data list, event type,
-``retry`` of this block, whether a field line was read since the last blank
-line and where that block started), the last-event-ID buffer, and the flags
-for BOM, skipped LF, end of stream and errors.
+* CRLF and lone CR become LF first (two C-level ``replace`` calls, skipped
+  when the batch holds no CR): CR and LF never occur inside a UTF-8
+  sequence, so this changes no character.
+* **The usual batch** starts at a block boundary and is nothing but
+  one-line ``data: `` events, each followed by a blank line.  Its bytes are
+  cut where a blank line is followed by ``data: ``; every piece is one
+  event's data exactly when the batch holds no other LF (a C-level count
+  says so).  Each piece is decoded alone, so a piece without emoji stays a
+  narrow string.
+* Everything else goes through the line loop (``_lines``), which follows
+  the WHATWG steps line by line on bytes: a blank line dispatches, ``data``
+  lines are appended to the data buffer, a comment is a ``Heartbeat`` at
+  once, and ``event``, ``id`` and ``retry`` are read as the spec says.  Data
+  is decoded (UTF-8 with replacement) when its event is dispatched.
+
+The block that is still open at the end of a batch (a field line was read,
+its blank line has not come) stays in the parser's slots: its data lines,
+type, ``retry``, the stream offset where it began and the bytes it keeps.
+
+``max_event_size`` bounds what an unfinished event makes the parser keep:
+the data buffer (each line's value and its LF), the event type and the id
+set in the open block, plus the unterminated line, whatever it is.  Each
+line is checked as it was just before its terminator arrived, when it was
+the unterminated line: the kept bytes plus the line must fit.  Any later
+moment holds no more than that, so the error comes at the same place under
+every chunking.  A batch whose every line fits for sure (the kept bytes
+plus the whole batch fit) takes the usual path unchecked.
+
+Offsets are not tracked per line, which would cost every line: the buffer
+knows the offset of its first byte, and the rare things that need the
+offset of a line inside a batch (where an open block began, where an
+oversized event began, where an item was dispatched for a layer above)
+recompute it from the batch's bytes.
+
+The layers above (``ChatStream``) read through one batch method,
+``feed_data``: every item one call dispatches, with the data of plain
+"message" events as bare strings, and a fault as the last item.
 """
 
 from __future__ import annotations
 
+import copy
 import re
-import weakref
-from collections.abc import Callable, Iterable, Iterator
-from itertools import repeat
+from collections import deque
+from collections.abc import Iterable
 from typing import Any, Union, cast
 
-from ._events import Heartbeat, ServerSentEvent, Truncated, _fast, _messages, _new_event
-from ._util import CLOSED, ENDED, IDLE, NEED_DATA, LocalProtocolError, RemoteProtocolError, Sentinel, fresh, unusable
+from ._buffer import ReceiveBuffer
+from ._events import Heartbeat, ServerSentEvent, Truncated, _fast
+from ._state import PARSER_TRANSITIONS, Input, ParserState, transition
+from ._util import CLOSED, NEED_DATA, LocalProtocolError, RemoteProtocolError, Sentinel, fresh
 
 __all__ = ["DEFAULT_MAX_EVENT_SIZE", "EventStreamParser", "FramingEvent"]
 
@@ -92,77 +73,55 @@ __all__ = ["DEFAULT_MAX_EVENT_SIZE", "EventStreamParser", "FramingEvent"]
 DEFAULT_MAX_EVENT_SIZE = 16 * 1024 * 1024
 
 FramingEvent = Union[ServerSentEvent, Heartbeat, Truncated]
+# What feed_data hands a layer above: the data of "message" events as str,
+# a huge one's undecoded bytes, other events, and a fault last.
+Item = Union[str, bytearray, ServerSentEvent, Heartbeat, Truncated, RemoteProtocolError]
 
-_BOM = b"\xef\xbb\xbf"
-_EXHAUSTED: Iterator[FramingEvent] = iter(())
-# A batch larger than this whose first line is longer still is read as a
-# batch of large events: each event's data is decoded alone (this bounds peak
-# memory and copying on streams of large events).
-_BIG = 4096
-_ONE_EVENT = bytearray(b"data: \n\n")
-_BLANK = ("",)  # the lines of a lone blank line
-# An owning ChatStream gets the data of an event at least this large as its
-# bytes, undecoded (see _large_events).
-_HUGE = 32 * 1024
-# A buffer longer than this that holds complete lines is read in slices of
-# at most this size, each cut after an LF.
-_SLICE = 32 * 1024
+# An owning layer gets the data of an event at least this large as its bytes,
+# undecoded (a bytearray), so that it can read it without holding its text
+# whole (see _large.py).
+HUGE = 32 * 1024
 _TERMINATOR = re.compile(rb"\r\n|\r|\n")
+_new_event = _fast(ServerSentEvent)
 _new_heartbeat = _fast(Heartbeat)
-# Constant arguments of the C-level map() that decodes with replacement.
-_UTF8 = repeat("utf-8")
-_REPLACE = repeat("replace")
+_OPEN = ParserState.OPEN
 
 
 class EventStreamParser:
     """Turn the bytes of a ``text/event-stream`` body into events.
 
     Args:
-        max_event_size: the most bytes one unfinished event may hold (its
-            lines since the last blank line plus the unterminated line).
+        max_event_size: the most bytes an unfinished event may make the
+            parser keep (see the module docstring); default 16 MiB.
 
     Attributes:
         last_event_id: the "last event ID string": the id buffer as it stood
             when the latest blank line ended a block.
         retry: the latest valid ``retry`` value seen, else None.
-        next_event: ``next_event()`` returns the next event, ``NEED_DATA``
-            or ``CLOSED`` (see ``_next_event``).  It is an attribute, not a
-            method: while there is nothing to do it holds a C-level callable
-            that answers ``NEED_DATA`` without a Python frame.
+        max_event_size: the limit given.
     """
 
     __slots__ = (
         "__weakref__",
-        "_accepts",
-        "_batch",
-        "_batch_has_data",
-        "_block_retry",
         "_block_start",
         "_buf",
-        "_closed",
         "_data",
-        "_eof",
-        "_host",
-        "_id_buf",
-        "_offset",
+        "_fault",
+        "_id",
+        "_id_size",
+        "_kept",
+        "_last",
         "_open",
-        "_out",
-        "_pending_error",
-        "_poisoned",
         "_queue",
-        "_raw",
-        "_ready",
+        "_retry",
         "_room",
-        "_skip_lf",
-        "_started",
+        "_state",
         "_type",
+        "_type_size",
         "last_event_id",
         "max_event_size",
-        "next_event",
         "retry",
     )
-
-    next_event: Callable[[], FramingEvent | Sentinel]
 
     def __init__(self, max_event_size: int = DEFAULT_MAX_EVENT_SIZE) -> None:
         if max_event_size < 1:
@@ -170,501 +129,456 @@ class EventStreamParser:
         self.max_event_size = max_event_size
         self.last_event_id = ""
         self.retry: int | None = None
-        self._buf = bytearray()
-        self._offset = 0  # stream offset of _buf[0]
-        self._started = False  # the BOM check has been made
-        self._skip_lf = False  # the last batch ended in CR: swallow one LF
-        # Set by an owning ChatStream: queue a single-line "message" event's
-        # data as a bare str (no id or retry to carry), saving an object.
-        self._raw = False
-        # next_event has something to do: bytes that end a line arrived, the
-        # limit broke, the stream ended, or an error waits to be raised.
-        self._ready = False
-        self.next_event = IDLE
-        # A weak reference to an owning ChatStream, to wake (see _wake).
-        self._host: weakref.ref[Any] | None = None
-        self._room = max_event_size  # bytes the buffer may hold before the limit breaks
-        self._eof = False
-        # What the fast path of receive_data takes: bytes until the end of the
-        # stream or an error, then nothing (one test for type and state).
-        self._accepts: type[bytes] | None = bytes
-        self._closed = False
-        self._pending_error: RemoteProtocolError | None = None
-        self._poisoned: str | None = None
-        self._out: list[FramingEvent | str | bytearray] = []  # what the latest step produced...
-        self._queue: Iterator[FramingEvent] = _EXHAUSTED  # ...and an iterator handing it out
-        # The unfinished block.
-        self._data: list[str] = []
+        self._state = _OPEN
+        self._buf = ReceiveBuffer()
+        self._queue: deque[FramingEvent] = deque()
+        self._fault: RemoteProtocolError | None = None
+        # The open block: its data lines (bytes), type, retry, the bytes it
+        # keeps and where it began; the id buffer outlives blocks.
+        self._data: list[bytes | bytearray] = []
         self._type = ""
-        self._id_buf = ""
-        self._block_retry: int | None = None
-        self._open = False  # a field line was read since the last blank line
-        self._block_start = 0  # stream offset of that block's first field line
-        # The latest batch, kept for the rare paths that need line offsets.
-        # It ends at _offset (it starts at _offset - len(_batch)).
-        self._batch: bytes | bytearray = b""
-        self._batch_has_data = False  # the data buffer was not empty before it
+        self._type_size = 0
+        self._id = ""
+        self._id_size = 0  # bytes of an id set in the open block
+        self._retry: int | None = None
+        self._open = False
+        self._block_start = 0
+        self._kept = 0
+        # How long the unterminated line may grow before the limit breaks.
+        self._room = max_event_size
+        # The latest batch read for feed_data: its bytes, their stream offset,
+        # and whether a block with data was open before it (see dispatch_offset).
+        self._last: tuple[bytes | bytearray, int, bool] = (b"", 0, False)
 
-    # -- public API ---------------------------------------------------------
+    @property
+    def state(self) -> ParserState:
+        """Where the parser stands (see ``ParserState``)."""
+        return self._state
+
+    # -- the three methods of SPEC §1 ------------------------------------------
 
     def receive_data(self, data: bytes | bytearray | memoryview) -> None:
-        """Append bytes of the stream; ``b""`` marks its end (may repeat)."""
-        if data.__class__ is self._accepts and data:
+        """Append bytes of the stream; ``b""`` marks its end (and may repeat).
+
+        The events the bytes complete are queued for ``next_event``.
+
+        Raises:
+            LocalProtocolError: bytes after the end of the stream, or any
+                call after the parser raised ``RemoteProtocolError``.
+        """
+        if self._state is _OPEN and data.__class__ is bytes and data:
             buf = self._buf
             buf += data
-            # Wake the next step only when it has work: a line terminator
-            # arrived, or the unfinished event just outgrew the limit (waking
-            # a parser that is awake already does no harm).
             if 10 in data or 13 in data or len(buf) > self._room:
-                self._wake()
+                self._queue.extend(self._read(False))
             return
-        if data and self._accepts is not None:
-            # The fast path takes exact bytes: `10 in data` finds a byte in
-            # bytes, but in a memoryview it compares items.
-            self.receive_data(bytes(data))
-            return
-        if self._poisoned is not None:
-            raise LocalProtocolError(f"parser unusable after an earlier error: {self._poisoned}")
-        if data:
-            raise LocalProtocolError(
-                f"receive_data() got {len(data)} bytes after end of stream "
-                f"(stream ended at byte {self._offset + len(self._buf)})",
-                self._offset + len(self._buf),
-            )
-        if self._accepts is not None:
-            self._eof = True
-            self._accepts = None
-            self._wake()
+        self._receive(data, False)
 
-    def _wake(self) -> None:
-        """There is work for the next step: make ``next_event`` the method
-        that runs it (while idle it is a C-level callable that returns
-        ``NEED_DATA``, the cheapest answer to the commonest call).  An owning
-        ChatStream reads through ``_take`` and is woken instead."""
-        self._ready = True
-        if self._host is None:
-            self.next_event = self._next_event
-        elif (host := self._host()) is not None:
-            host.next_event = host._next_event
-
-    def _next_event(self) -> FramingEvent | Sentinel:
+    def next_event(self) -> FramingEvent | Sentinel:
         """Return the next event, ``NEED_DATA`` or ``CLOSED``.
 
         Raises:
-            RemoteProtocolError: an unfinished event outgrew ``max_event_size``.
-                Every event before it has been handed out first.
+            RemoteProtocolError: an unfinished event outgrew
+                ``max_event_size``; every event before it was handed out
+                first.
             LocalProtocolError: the parser was used after such an error.
 
         Any other exception is a bug in ssestate.
         """
-        for event in self._queue:  # what the latest step produced, not yet handed out
-            return event
-        if not self._ready:
-            self.next_event = IDLE  # until _wake
+        queue = self._queue
+        if queue:
+            return queue.popleft()
+        if self._state is _OPEN:
             return NEED_DATA
-        if self._pending_error is not None:
-            self._poisoned = str(self._pending_error)
-            self._accepts = None
-            self.next_event = unusable("parser", self._poisoned)
-            raise fresh(self._pending_error)
-        if self._closed:
-            self.next_event = ENDED
-            return CLOSED
-        # Only an owning ChatStream sets raw mode (and reads through _take):
-        # here every item is an event.
-        out: list[Any] = []
-        self._out = out
-        self._step()
-        if len(out) == 1 and not self._ready:
-            self.next_event = IDLE  # the usual step of small chunks: one event, then nothing to do
-            event = out[0]
-            return event
-        queue: Iterator[FramingEvent] = iter(out)
-        self._queue = queue
-        for event in queue:
-            return event
-        return self._next_event()
+        return self._empty()
 
-    def _take(self) -> list[FramingEvent | str | bytearray]:
-        """Run one step if it has work and hand over all it produced: the
-        batch interface of an owning ChatStream, which then reads
-        ``_pending_error`` and ``_closed`` itself when the list is empty."""
-        if not self._ready or self._pending_error is not None or self._closed:
+    def feed(self, data: bytes | bytearray | memoryview) -> list[FramingEvent]:
+        """``receive_data(data)``, then every event now available, in order.
+
+        The list is empty when nothing is ready.  When the bytes break the
+        format, the events before the fault are returned and the error is
+        raised by the next call (at once when there are none).
+
+        Raises:
+            RemoteProtocolError, LocalProtocolError: as ``next_event``.
+        """
+        if self._state is _OPEN and data.__class__ is bytes and data and not self._queue:
+            buf = self._buf
+            buf += data
+            if 10 in data or 13 in data or len(buf) > self._room:
+                events: list[Any] = self._read(False)
+                if events or self._fault is None:
+                    return events
+                return self._drain()  # a fault with nothing before it: raised now
             return []
-        out: list[FramingEvent | str | bytearray] = []
-        self._out = out
-        self._step()
+        self._receive(data, False)
+        return self._drain()
+
+    # -- the batch method of the layers above ---------------------------------
+
+    def feed_data(self, data: bytes | bytearray | memoryview) -> list[Item]:
+        """``feed`` for a layer that reads the data of plain events (as
+        ``ChatStream`` does): the same items in the same order, except that
+        an event of type "message" is given as its data alone (a ``str``,
+        or, for data of 32 KiB or more, its undecoded UTF-8 as a
+        ``bytearray`` the caller may consume), and that a fault is not
+        raised: the ``RemoteProtocolError`` is the last item, and the parser
+        is unusable afterwards.  ``dispatch_offset`` says where each item of
+        the latest call came from.
+        """
+        if self._state is _OPEN and data.__class__ is bytes and data and not self._queue:
+            buf = self._buf
+            buf += data
+            if 10 in data or 13 in data or len(buf) > self._room:
+                items: list[Any] = self._read(True)
+                if self._fault is not None:
+                    items.append(self._fault)
+                    self._move(Input.DRAINED)
+                return items
+            return []
+        self._receive(data, True)
+        queued: list[Any] = list(self._queue)
+        self._queue.clear()
+        if self._state is ParserState.FAILED:
+            queued.append(self._fault)
+        if self._state is not _OPEN and self._state is not ParserState.CLOSED:
+            self._move(Input.DRAINED)
+        return queued
+
+    def dispatch_offset(self, k: int) -> int:
+        """The stream offset of the line that dispatched item ``k`` of the
+        latest ``feed_data`` call (``k`` counts from 0 among the items its
+        bytes dispatched): the blank line that ended an event, or a comment
+        line.  For error messages of the layers above: unlike the end of a
+        CRLF line, the start of a line does not depend on the chunking."""
+        raw, base, has_data = self._last
+        marks: list[int] = []
+        for start, line in _lines_with_offsets(raw, base):
+            if line[:5] == b"data:" or line == b"data":
+                has_data = True
+            elif not line:
+                if has_data:
+                    marks.append(start)
+                has_data = False
+            elif line[0] == 0x3A:
+                marks.append(start)
+        return marks[k]
+
+    # -- copies ---------------------------------------------------------------------
+
+    def __copy__(self) -> EventStreamParser:
+        """An independent parser in the same state (copies share nothing
+        mutable: feeding one never moves the other)."""
+        return self.__deepcopy__({})
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> EventStreamParser:
+        twin = EventStreamParser.__new__(EventStreamParser)
+        memo[id(self)] = twin
+        for name in EventStreamParser.__slots__:
+            if name != "__weakref__":
+                setattr(twin, name, copy.deepcopy(getattr(self, name), memo))
+        return twin
+
+    # -- everything but the usual chunk ------------------------------------------
+
+    def _receive(self, data: bytes | bytearray | memoryview, data_only: bool) -> None:
+        """``receive_data`` for what its first line does not take: other
+        bytes-like types, the end of the stream, and every state but OPEN."""
+        if data.__class__ is not bytes:
+            if not isinstance(data, (bytes, bytearray, memoryview)):
+                raise TypeError(f"receive_data() takes bytes, not {type(data).__name__}")
+            data = bytes(data)
+        state = self._state
+        self._move(Input.DATA if data else Input.END, len(data))
+        if state is not _OPEN:
+            return  # the end again, or bytes after a fault: dropped
+        if data:
+            buf = self._buf
+            buf += data
+            if 10 in data or 13 in data or len(buf) > self._room:
+                self._queue.extend(self._read(data_only))
+            return
+        self._queue.extend(self._finish())
+
+    def _drain(self) -> list[Any]:
+        """Everything queued, for ``feed``; with nothing queued, the error
+        that waits behind the events handed out is raised."""
+        events = list(self._queue)
+        self._queue.clear()
+        if events:
+            if self._state is ParserState.ENDED:
+                self._move(Input.DRAINED)
+            return events
+        self._empty()
+        return events
+
+    def _empty(self) -> Sentinel:
+        """``next_event`` with nothing queued: the sentinel of the state, or
+        the error waiting behind the events handed out."""
+        state = self._state
+        if state is _OPEN:
+            return NEED_DATA
+        if state is ParserState.CLOSED:
+            return CLOSED
+        self._move(Input.DRAINED)
+        if state is ParserState.ENDED:
+            return CLOSED
+        raise fresh(cast("RemoteProtocolError", self._fault))  # FAILED: entered with the fault set
+
+    def _move(self, event: Input, size: int = 0) -> None:
+        """Take the move of ``PARSER_TRANSITIONS`` for ``event``.  A move the
+        table does not have is a misuse: ``size`` bytes after the end of the
+        stream, or any use after the error was raised.
+
+        Raises:
+            LocalProtocolError: the misuse, said in the caller's terms.
+        """
+        try:
+            self._state = transition(PARSER_TRANSITIONS, self._state, event, "parser")
+        except LocalProtocolError:
+            if self._state is ParserState.ERROR:
+                raise LocalProtocolError(f"parser unusable after an earlier error: {self._fault}") from None
+            end = self._buf.offset + len(self._buf)
+            raise LocalProtocolError(
+                f"receive_data() got {size} bytes after end of stream (stream ended at byte {end})", end
+            ) from None
+
+    def _read(self, data_only: bool) -> list[Any]:
+        """Read every complete line in the buffer, then check the
+        unterminated line against the limit; returns what was dispatched.
+        A fault is kept in ``_fault``, the state FAILED."""
+        out: list[Any] = []
+        buf = self._buf
+        lines = buf.extract_lines()
+        if lines is not None:
+            if data_only:
+                self._last = (lines, buf.offset - len(lines), bool(self._data))
+            self._interpret(lines, out, data_only)
+            if self._fault is not None:
+                return out
+        self._room = self.max_event_size - self._kept
+        if len(buf) > self._room:
+            buf.start()  # a byte order mark is not part of the line (nor a prefix of one, yet)
+            if buf.started and len(buf) > self._room:
+                self._too_large(self._block_start if self._open else buf.offset)
         return out
 
-    # -- the step -------------------------------------------------------------
-
-    def _step(self) -> None:
-        self._ready = False
-        if (self._skip_lf or not self._started or len(self._buf) > _SLICE) and self._edge():
-            return
+    def _finish(self) -> list[Any]:
+        """The end of the stream: an unfinished event is not dispatched;
+        ``Truncated`` says how many of its bytes were pending."""
         buf = self._buf
-        size = len(buf)
-        end = buf.rfind(b"\n") + 1
-        cr = 13 in buf
-        if cr:
-            end = max(end, buf.rfind(b"\r", end) + 1)
-        if end:
-            # The buffer itself becomes the batch; only the tail (bytes after
-            # the last terminator, at most about one chunk) is copied out.
-            batch = buf
-            if end == size:
-                self._buf = buf = bytearray()
-            else:
-                self._buf = buf = buf[end:]
-                del batch[end:]
-            if cr:
-                self._skip_lf = batch[-1] == 0x0D and not buf
-            if size > self._room:  # the batch and the tail
-                if not self._interpret_within_limit(batch):
-                    return
-            elif (
-                not cr
-                and not self._open
-                and batch.startswith(b"data: ")
-                and batch.endswith(b"\n\n")
-                and (end <= _BIG or batch.find(b"\n", 0, _BIG) >= 0)
-            ):
-                # The hot path: a batch that starts at a block boundary with
-                # a data line and ends with a blank line.  Cut where a blank
-                # line is followed by "data: ", every piece is one event's
-                # data exactly when the batch holds no other LF.  The bytes
-                # are cut, then each piece decoded: a piece without emoji
-                # stays narrow, where cutting text decoded whole would
-                # narrow every piece of a batch that holds one.  Between
-                # the first "data: " and the last blank line, a batch with
-                # no LF is one event's data (the usual batch of small
-                # chunks; the memchr stops at the first LF otherwise).
-                decode: Callable[..., str] = bytes.decode
-                if 10 not in (body := batch[6:-2]):
-                    pieces: list[Any] | None = [body]
-                    decode = bytearray.decode
-                else:
-                    pieces = bytes(body).split(b"\n\ndata: ")
-                    if 10 in b"".join(pieces):  # a piece with a line break: not the hot path
-                        pieces = None
-                if pieces is None:
-                    self._interpret(batch)
-                else:
-                    self._batch = batch
-                    self._batch_has_data = False
-                    self._offset += end
-                    self.last_event_id = ident = self._id_buf
-                    try:
-                        texts = list(map(decode, pieces))  # strict: valid UTF-8, the usual case, is decoded fastest
-                    except UnicodeDecodeError:
-                        # Each piece with replacement, as the whole batch would
-                        # be: a cut before an ASCII byte changes no replacement.
-                        texts = list(map(decode, pieces, _UTF8, _REPLACE))
-                    # self._out is empty: nothing before the hot path adds to it.
-                    if self._raw:
-                        self._out += texts
-                    else:
-                        _messages(self._out, texts, ident)
-                    if not self._eof:  # no block open, and the tail fits (checked above)
-                        self._room = self.max_event_size
-                        return
-            elif not cr and end == 1 and self._open:
-                # A lone blank line: it ends the block that earlier bytes
-                # opened (a server that writes the blank line on its own).
-                self._batch = batch
-                self._batch_has_data = bool(self._data)
-                self._offset += 1
-                self._lines(_BLANK)
-            elif not cr and not self._open and batch.startswith(b"data: ") and batch.find(b"\n") == end - 1:
-                # A lone data line: it opens a block that a later blank
-                # line ends.
-                self._batch = batch
-                self._block_start = self._offset
-                self._batch_has_data = False
-                self._offset += end
-                with memoryview(batch) as view:
-                    self._data = [str(view[6:-1], "utf-8", "replace")]
-                self._open = True
-            else:
-                self._interpret(batch)
-        held = self._offset - self._block_start if self._open else 0
-        self._room = self.max_event_size - held
-        pending = len(buf) + held
-        # The limit is checked at end of stream too: whether the caller asked
-        # for events before feeding b"" must not change the outcome.
-        if pending > self.max_event_size:
-            self._too_large(self._offset + len(buf) - pending)
-        elif self._eof:
-            self._closed = self._ready = True  # CLOSED, from now on
-            if pending:
-                self._out.append(Truncated("partial-event", pending))
-
-    def _edge(self) -> bool:
-        """The rare beginnings of a step: an LF to swallow after a batch that
-        ended in CR, the byte order mark, and a buffer too long to read in
-        one go.  Returns True when the step is over."""
-        buf = self._buf
-        if self._skip_lf and buf:
-            self._skip_lf = False
-            if buf[0] == 0x0A:
-                del buf[0]
-                self._offset += 1
-        # One U+FEFF at the very start of the stream is dropped, no other.
-        # A prefix of it waits for the third byte; it holds no line
-        # terminator, so the scan below finds nothing, and it counts against
-        # max_event_size like any unterminated line.
-        if not self._started and (len(buf) >= 3 or not _BOM.startswith(buf) or self._eof):
-            self._started = True
-            if buf.startswith(_BOM):
-                del buf[:3]
-                self._offset += 3
-                if self.max_event_size < 2:
-                    # Its first two bytes alone outgrew the limit, as they
-                    # do when they arrive one at a time.
-                    self._too_large(0)
-                    return True
-        if len(buf) > _SLICE and (end := buf.rfind(b"\n", 0, _SLICE) + 1):
-            # Many complete lines at once (a whole body in one call): they
-            # are read a slice at a time, so that the text of a step stays in
-            # the CPU caches.  A slice ends in LF, never between CR and LF;
-            # the rest waits in the buffer for the next step.
-            batch = buf[:end]
-            del buf[:end]
-            self._ready = True
-            if len(batch) <= self._room:
-                self._interpret(batch)
-            elif not self._interpret_within_limit(batch):
-                return True
-            held = self._offset - self._block_start if self._open else 0
-            self._room = self.max_event_size - held
-            return True
-        return False
-
-    def _interpret_within_limit(self, batch: bytearray) -> bool:
-        """Interpret a batch that could make an event outgrow the limit: up to
-        the line where one does, if one does (then False, the error set)."""
-        cut = self._oversize(batch)
-        if cut is None:
-            self._interpret(batch)
-            return True
-        if cut[0]:
-            self._interpret(batch[: cut[0]])
-        self._too_large(cut[1])
-        return False
-
-    def _oversize(self, batch: bytearray) -> tuple[int, int] | None:
-        """Where this batch makes an event outgrow ``max_event_size``, if it
-        does: ``(cut, start)``, to interpret ``batch[:cut]`` and fail on the
-        event that starts at stream offset ``start``.
-
-        An event is too large when, after some byte of it arrived and every
-        line it completed was read, it holds more than the limit: its block's
-        bytes so far (terminators included) or, outside a block, its
-        unterminated line's.  Checking that line by line, in bytes, makes the
-        error come at the same place whatever the chunking; only batches
-        that could break the limit come here.
-        """
-        limit = self.max_event_size
-        base = self._offset
-        is_open = self._open
-        start = self._block_start
-        a = 0
-        for m in _TERMINATOR.finditer(batch):
-            b, c = m.span()
-            ref = start if is_open else base + a
-            if base + b - ref > limit:
-                return a, ref
-            if b == a:  # a blank line ends the block
-                is_open = False
-            elif batch[a] != 0x3A and not is_open:  # not a comment: a field
-                is_open = True
-                start = base + a
-            if is_open and base + c - start > limit:
-                return c, start  # the line itself was read when it ended
-            a = c
-        return None
+        buf.start(ended=True)
+        end = buf.offset + len(buf)
+        pending = end - self._block_start if self._open else len(buf)
+        buf.clear()
+        self._data = []
+        return [Truncated("partial-event", pending)] if pending else []
 
     def _too_large(self, start: int) -> None:
-        self._ready = True  # the error is what the next call hands out
-        self._pending_error = RemoteProtocolError(
+        self._fault = RemoteProtocolError(
             f"event too large: the event that starts at byte {start} holds more than "
             f"max_event_size={self.max_event_size} bytes",
             start,
         )
+        self._move(Input.FAULT)
+        self._buf.clear()
+        self._data = []
 
-    def _interpret(self, batch: bytearray) -> None:
-        """Interpret a batch of complete lines."""
-        was_open = self._open
-        self._batch = batch
-        self._batch_has_data = bool(self._data)
-        size = len(batch)
-        self._offset += size
+    # -- interpreting a batch ----------------------------------------------------------
+
+    def _interpret(self, lines: bytearray, out: list[Any], data_only: bool) -> None:
+        """Interpret a batch of complete lines (see the module docstring)."""
+        lf = lines.replace(b"\r\n", b"\n").replace(b"\r", b"\n") if 13 in lines else lines
         if (
-            size > _BIG
-            and not was_open
-            and batch.find(b"\n", 0, _BIG) < 0
-            and batch.find(b"\r") < 0
-            and self._large_events(batch)
+            data_only
+            and lf is lines
+            and len(lf) > HUGE
+            and not self._open
+            and lf.find(b"\n", 0, HUGE) < 0  # the first line is huge
+            and self._huge(lines, out)
         ):
             return
-        text = batch.decode("utf-8", "replace")
-        if "\r" in text:
-            text = text.replace("\r\n", "\n").replace("\r", "\n")
-        if was_open:
-            self._lines(_split_lines(text))
-        else:
-            self._blocks(text)
-        if self._open:
-            # Find where the block that is still open began, if in this batch.
-            lines = _split_lines(text)
-            k = len(lines)
-            while k and lines[k - 1]:
-                k -= 1
-            if k or not was_open:
-                while lines[k][:1] == ":":
-                    k += 1
-                self._block_start = self._line_offset(k)
-
-    def _large_events(self, batch: bytearray) -> bool:
-        """Dispatch a batch made only of one-line ``data:`` events, each
-        followed by a blank line, straight from its bytes: each event's data
-        is decoded once, and the batch is never decoded or split whole (which
-        for large events would mean several copies of each, at up to four
-        bytes a character).  Returns False, dispatching nothing, when the
-        batch holds anything else."""
-        size = len(batch)
-        values: list[str | bytearray] = []
-        start = 0
-        with memoryview(batch) as view:
-            while start < size:
-                end = batch.find(b"\n", start)  # found: a batch ends with a terminator
-                if not batch.startswith(b"data: ", start) or end + 1 >= size or batch[end + 1] != 0x0A:
-                    return False
-                if not self._raw or end - start < _HUGE:
-                    values.append(str(view[start + 6 : end], "utf-8", "replace"))
-                elif start == 0 and end + 2 == size:
-                    values.append(batch)  # a huge event alone: the batch becomes its data (below)
+        if not self._open and lf.startswith(b"data: ") and lf.endswith(b"\n\n") and len(lines) <= self.max_event_size:
+            # The usual batch: one-line data events only, when no piece
+            # holds another LF.
+            pieces = lf[6:-2].split(b"\n\ndata: ")
+            if 10 not in b"".join(pieces) and not (data_only and len(lf) >= HUGE and _has_huge(pieces)):
+                try:  # valid UTF-8, the usual case, is decoded fastest strictly
+                    texts = list(map(bytearray.decode, pieces))
+                except UnicodeDecodeError:
+                    # Each piece with replacement, as the whole batch would be:
+                    # a cut before an ASCII byte changes no replacement.
+                    texts = [piece.decode("utf-8", "replace") for piece in pieces]
+                ident = self.last_event_id = self._id
+                if data_only:
+                    out += texts
                 else:
-                    values.append(bytearray(view[start + 6 : end]))  # a huge event's data, as bytes
+                    out += [_new_event("message", text, ident, None) for text in texts]
+                return
+        elif (
+            not self._open
+            and lf.startswith(b"data: ")
+            and lf.find(b"\n") == len(lf) - 1
+            and len(lf) <= self.max_event_size
+        ):
+            # A lone data line (small chunks): it opens a block that a later
+            # blank line ends.
+            value = lf[6:-1]
+            self._data = [value]
+            self._kept = len(value) + 1
+            self._open = True
+            self._block_start = self._buf.offset - len(lines)
+            return
+        elif lf == b"\n" and self._open:
+            # A lone blank line (small chunks, or a server that writes it on
+            # its own): it ends the open block.
+            self.last_event_id = self._id
+            if self._data:
+                out.append(_dispatched(self._data, self._type, self._id, self._retry, data_only))
+            self._end_block()
+            return
+        # Blank lines outside a block do nothing: a run of them at the start
+        # of the batch is skipped at C speed (the line loop counts lines from
+        # after it).
+        lead = 0
+        if not self._open and lf[:1] == b"\n":
+            rest = lf.lstrip(b"\n")
+            lead = len(lf) - len(rest)
+            lf = rest
+        too_large = self._lines(lf.split(b"\n"), out, data_only)
+        base = self._buf.offset - len(lines)
+        if self._open and self._block_start < 0:
+            # The block opened in this batch, at line -1 - _block_start.
+            self._block_start = _line_start(lines, base, lead - 1 - self._block_start)
+        if too_large is not None:
+            self._too_large(self._block_start if self._open else _line_start(lines, base, lead + too_large))
+
+    def _huge(self, lf: bytearray, out: list[Any]) -> bool:
+        """A batch for ``feed_data`` whose first line is huge (and that holds
+        no CR): when it is nothing but one-line ``data: `` events, each
+        followed by a blank line, hand out their data without decoding or
+        splitting the batch
+        (which would mean several copies of each, at up to four bytes a
+        character): the bytes of a huge one, the text of the others.  A lone
+        huge event is the batch itself, trimmed in place.  Returns False,
+        having handed out nothing, for any other batch."""
+        size = len(lf)
+        items: list[str | bytearray] = []
+        start = 0
+        with memoryview(lf) as view:
+            while start < size:
+                end = lf.find(b"\n", start)  # found: a batch ends with a terminator
+                if not lf.startswith(b"data: ", start) or end + 1 >= size or lf[end + 1] != 0x0A:
+                    return False
+                if end - start < HUGE:
+                    items.append(str(view[start + 6 : end], "utf-8", "replace"))
+                elif start == 0 and end + 2 == size:
+                    items.append(lf)  # alone: the batch becomes its data (below)
+                else:
+                    items.append(bytearray(view[start + 6 : end]))
                 start = end + 2
-        if values[0] is batch:
-            # The batch becomes the data's bytes, trimmed in place (no copy):
-            # ChatStream reads them without decoding them whole (_large).
-            del batch[-2:]
-            del batch[:6]
-        if len(values) == 1:
-            # Keep a stand-in with the same line structure, not the bytes
-            # (for _item_offset): the large event is held once, as its data.
-            self._batch = _ONE_EVENT
-        ident = self._id_buf
-        if self._raw:
-            self._out.extend(values)
-        else:
-            _messages(self._out, cast("list[str]", values), ident)
-        self.last_event_id = ident
+        if items[0] is lf:
+            # Trimmed in place, the batch no longer says where its blank line
+            # was: dispatch_offset reads a stand-in of that one line instead.
+            self._last = (b"\n", self._buf.offset - 1, True)
+            del lf[-2:]
+            del lf[:6]
+        out += items
+        self.last_event_id = self._id
         return True
 
-    def _blocks(self, text: str) -> None:
-        """Interpret text that starts at a block boundary: the hot path.
+    def _lines(self, lines: list[bytearray], out: list[Any], data_only: bool) -> int | None:
+        """Interpret complete lines (the last item of ``lines`` is the empty
+        text after the final LF), the WHATWG way.
 
-        Nearly every block of a real stream is one ``data: `` line, so the
-        text is cut where a blank line is followed by ``data: ``: each cut
-        piece then *is* an event's data, unless it holds a line break (the
-        block had more lines, or blank lines or comments followed it), in
-        which case that piece goes to ``_lines``.  So does whatever precedes
-        the first cut, and the last piece, which runs to the end of the text
-        and may hold an unfinished block.
+        The block state lives in locals for the loop and is written back
+        once at the end.  A block that opens here records the index of its
+        first line as ``-1 - index`` in ``_block_start``, for ``_interpret``
+        to turn into an offset.  Returns the index of a line that made an
+        event too large, having read the lines before it, else None.
         """
-        pieces = text.split("\n\ndata: ")
-        if text[:6] == "data: ":
-            pieces[0] = pieces[0][6:]
-        else:
-            head = pieces.pop(0)
-            if not pieces:
-                self._lines(_split_lines(head))
-                return
-            lines = head.split("\n")
-            lines.append("")
-            self._lines(lines)
-        last = pieces.pop()
-        out = self._out
-        raw = self._raw
-        ident = self._id_buf
-        for piece in pieces:  # each is followed by a blank line
-            if "\n" in piece:
-                lines = ("data: " + piece).split("\n")
-                lines.append("")
-                self._lines(lines)
-                ident = self._id_buf
-            else:
-                out.append(piece if raw else _new_event("message", piece, ident, None))
-        if last[-2:] == "\n\n" and last.find("\n") == len(last) - 2:
-            # The usual end of a batch: one more single-line event, complete.
-            out.append(last[:-2] if raw else _new_event("message", last[:-2], ident, None))
-            self.last_event_id = ident
-        else:
-            if pieces:
-                self.last_event_id = ident
-            self._lines(_split_lines("data: " + last))
-
-    def _lines(self, lines: Iterable[str]) -> None:
-        """Interpret complete lines: the hot path.
-
-        The block state lives in locals for the loop and is written back once
-        at the end.  Blank lines and ``data:`` lines are tested first: they
-        are nearly every line of a real stream.
-        """
-        out = self._out
-        raw = self._raw
+        limit = self.max_event_size
         data = self._data
         is_open = self._open
         etype = self._type
-        ident = self._id_buf
-        retry = self._block_retry
+        type_size = self._type_size
+        ident = self._id
+        id_size = self._id_size
+        retry = self._retry
+        kept = self._kept
         last_id = self.last_event_id
-        for line in lines:
+        start = self._block_start
+        lines.pop()
+        for k, line in enumerate(lines):
+            if kept + len(line) > limit:
+                # This line, before its terminator came, made the event too
+                # large: what was dispatched before it stands.
+                self._open = is_open
+                self._block_start = start
+                self.last_event_id = last_id
+                return k
             if not line:
                 # A blank line: "dispatch the event".
                 if is_open:
                     is_open = False
                     last_id = ident
                     if data:
-                        value = data[0] if len(data) == 1 else "\n".join(data)
-                        if raw and (not etype or etype == "message"):
-                            out.append(value)  # an owning ChatStream reads only the data
-                        else:
-                            out.append(_new_event(etype or "message", value, ident, retry))
+                        out.append(_dispatched(data, etype, ident, retry, data_only))
                         data = []
                     etype = ""
+                    type_size = id_size = kept = 0
                     retry = None
-            elif line[:5] == "data:":
-                is_open = True
-                data.append(line[6:] if line[5:6] == " " else line[5:])
-            elif line[0] == ":":
-                out.append(_new_heartbeat(line[2:] if line[1:2] == " " else line[1:]))
+            elif line[:5] == b"data:":
+                value = line[6:] if line[5:6] == b" " else line[5:]
+                data.append(value)
+                kept += len(value) + 1
+                if not is_open:
+                    is_open, start = True, -1 - k
+            elif line[0] == 0x3A:  # ":" a comment
+                text = line[2:] if line[1:2] == b" " else line[1:]
+                out.append(_new_heartbeat(text.decode("utf-8", "replace")))
             else:
-                is_open = True
-                name, colon, value = line.partition(":")
-                if colon and value[:1] == " ":
+                if not is_open:
+                    is_open, start = True, -1 - k
+                name, colon, value = line.partition(b":")
+                if colon and value[:1] == b" ":
                     value = value[1:]
-                if name == "data":  # "data" with no colon: an empty value
+                if name == b"data":  # "data" with no colon: an empty value
                     data.append(value)
-                elif name == "event":
-                    etype = value
-                elif name == "id":
-                    if "\x00" not in value:
-                        ident = value
-                elif name == "retry" and value.isascii() and value.isdigit():
+                    kept += len(value) + 1
+                elif name == b"event":
+                    etype = value.decode("utf-8", "replace")
+                    kept += len(value) - type_size
+                    type_size = len(value)
+                elif name == b"id":
+                    if 0 not in value:
+                        ident = value.decode("utf-8", "replace")
+                        kept += len(value) - id_size
+                        id_size = len(value)
+                elif name == b"retry" and value.isdigit():
                     retry = self._retry_value(value, retry)
                 # Any other field name is ignored.
-        self._open = is_open
         self._data = data
+        self._open = is_open
         self._type = etype
-        self._id_buf = ident
-        self._block_retry = retry
+        self._type_size = type_size
+        self._id = ident
+        self._id_size = id_size
+        self._retry = retry
+        self._kept = kept
         self.last_event_id = last_id
+        self._block_start = start
+        return None
 
-    def _retry_value(self, digits: str, current: int | None) -> int | None:
+    def _end_block(self) -> None:
+        """A blank line ended the open block: its state starts afresh."""
+        self._open = False
+        self._data = []
+        self._type = ""
+        self._type_size = self._id_size = self._kept = 0
+        self._retry = None
+
+    def _retry_value(self, digits: bytes | bytearray, current: int | None) -> int | None:
         """Honour a ``retry`` value, unless int() refuses it as too long
         (past ``sys.get_int_max_str_digits()``): no one can wait that long."""
         try:
@@ -673,51 +587,43 @@ class EventStreamParser:
             return current
         return value
 
-    # -- offsets, for the rare paths -----------------------------------------
 
-    def _line_offset(self, k: int) -> int:
-        """Stream offset of the start of line ``k`` of the latest batch."""
-        batch = self._batch
-        base = self._offset - len(batch)
-        if k == 0:
-            return base
-        if 13 not in batch:
-            # Every line ends in LF: the k-th LF, found by memchr.
-            end = 0
-            for _ in range(k):
-                end = batch.index(10, end) + 1
-            return base + end
-        ends = _TERMINATOR.finditer(batch)
-        for _ in range(k - 1):
-            next(ends)
-        return base + next(ends).end()
-
-    def _item_offset(self, nth: int) -> int:
-        """Stream offset where the line that produced item ``nth`` of the
-        latest step's output begins: the blank line that dispatched an
-        event (so the event's bytes end just before it), or the comment line
-        of a heartbeat.  Chunking never moves it: unlike the end of a CRLF
-        line, the start of a line does not depend on whether its LF has
-        arrived yet."""
-        has_data = self._batch_has_data
-        text = self._batch.decode("utf-8", "replace")
-        if "\r" in text:
-            text = text.replace("\r\n", "\n").replace("\r", "\n")
-        marks = []
-        for k, line in enumerate(_split_lines(text)):
-            if line[:5] == "data:" or line == "data":
-                has_data = True
-            elif not line:
-                if has_data:
-                    marks.append(k)
-                has_data = False
-            elif line[0] == ":":
-                marks.append(k)
-        return self._line_offset(marks[nth])
+def _dispatched(
+    data: list[bytes | bytearray], etype: str, ident: str, retry: int | None, data_only: bool
+) -> ServerSentEvent | str | bytearray:
+    """What a blank line dispatches for a block with data: the event, or for
+    ``feed_data`` the data of a "message" event (a huge one as its bytes,
+    for the layer above to read without holding its text whole)."""
+    raw = data[0] if len(data) == 1 else b"\n".join(data)
+    if data_only and (not etype or etype == "message"):
+        return bytearray(raw) if len(raw) >= HUGE else raw.decode("utf-8", "replace")
+    return _new_event(etype or "message", raw.decode("utf-8", "replace"), ident, retry)
 
 
-def _split_lines(text: str) -> list[str]:
-    """The lines of LF-terminated text (its last character is LF)."""
-    lines = text.split("\n")
-    lines.pop()
-    return lines
+def _has_huge(pieces: list[bytearray]) -> bool:
+    return max(map(len, pieces)) >= HUGE
+
+
+def _lines_with_offsets(raw: bytes | bytearray, base: int) -> Iterable[tuple[int, bytes | bytearray]]:
+    """The lines of ``raw`` (complete lines, any terminators), each with the
+    stream offset where it starts (``raw`` starts at ``base``)."""
+    at = 0
+    for m in _TERMINATOR.finditer(raw):
+        yield base + at, raw[at : m.start()]
+        at = m.end()
+
+
+def _line_start(raw: bytes | bytearray, base: int, k: int) -> int:
+    """The stream offset where line ``k`` of ``raw`` starts."""
+    if k == 0:
+        return base
+    if 13 not in raw:
+        # Every line ends in LF: the start of line k follows the k-th LF.
+        end = 0
+        for _ in range(k):
+            end = raw.index(10, end) + 1
+        return base + end
+    for n, (start, _) in enumerate(_lines_with_offsets(raw, base)):
+        if n == k:
+            return start
+    raise AssertionError(f"no line {k} in a batch of complete lines")  # pragma: no cover - callers pass a line

@@ -11,9 +11,7 @@ offset into the stream where the problem was found.  ``NEED_DATA`` and
 from __future__ import annotations
 
 import enum
-import itertools
-from collections.abc import Callable
-from typing import NoReturn, TypeVar
+from typing import TypeVar
 
 __all__ = [
     "CLOSED",
@@ -60,23 +58,6 @@ class Sentinel(enum.Enum):
 
 NEED_DATA = Sentinel.NEED_DATA
 CLOSED = Sentinel.CLOSED
-
-
-# ``next_event`` of a machine with nothing to do, or closed for good: C-level
-# callables, so the commonest answers cost no Python frame (and, unlike a
-# bound method stored on the machine, hold no reference back to it).
-IDLE: Callable[[], Sentinel] = itertools.repeat(NEED_DATA).__next__
-ENDED: Callable[[], Sentinel] = itertools.repeat(CLOSED).__next__
-
-
-def unusable(what: str, reason: str) -> Callable[[], NoReturn]:
-    """``next_event`` of a machine that raised an error: it raises
-    ``LocalProtocolError`` on every call."""
-
-    def next_event() -> NoReturn:
-        raise LocalProtocolError(f"{what} unusable after an earlier error: {reason}")
-
-    return next_event
 
 
 _E = TypeVar("_E", bound=ProtocolError)

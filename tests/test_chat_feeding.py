@@ -1,5 +1,6 @@
-"""How bytes reach a ChatStream: straight to its parser while the stream is
-live, through ``_receive`` afterwards; and no reference cycle either way."""
+"""How bytes reach a ChatStream: framed and read as they arrive while the
+stream is live, ignored after ``[DONE]``, refused after the end or an error;
+through any reference to its methods; and no reference cycle either way."""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ from ssestate import (
     Heartbeat,
     LocalProtocolError,
     RemoteProtocolError,
+    StreamError,
     Truncated,
 )
 
@@ -38,8 +40,7 @@ def test_bytes_after_done_are_ignored_then_end_of_body_closes() -> None:
     stream = ChatStream()
     stream.receive_data(HI + b"data: [DONE]\n\n")
     assert [stream.next_event(), stream.next_event()] == [Delta(0, "hi"), Done(True)]
-    stream.receive_data(b"data: not json at all\n\n" * 1000)  # ignored, not buffered
-    assert stream._parser._buf == bytearray()
+    stream.receive_data(b"data: not json at all\n\n" * 1000)  # ignored: not read, no error
     assert stream.next_event() is NEED_DATA
     stream.receive_data(b"")
     assert stream.next_event() is CLOSED
@@ -82,42 +83,36 @@ def test_a_stream_is_freed_without_the_cycle_collector() -> None:
             gc.enable()
 
 
-def test_a_feeder_kept_after_its_stream_is_gone_does_nothing() -> None:
-    stream = ChatStream(500, "application/json")
-    feed = stream.receive_data
-    del stream
-    gc.collect()
-    feed(b"x")  # no stream to feed any more: nothing happens
+def test_a_method_kept_after_its_stream_is_dropped_keeps_the_stream_working() -> None:
+    # A bound method holds its stream: the idiom of keeping only the method.
+    for status, content_type, body, expected in [
+        (200, "text/event-stream", HI + STOP, [Delta(0, "hi"), Finish(0, "stop"), Done(False)]),
+        (
+            500,
+            "application/json",
+            b'{"error":{"message":"boom"}}',
+            [StreamError(500, None, "boom", None, {"error": {"message": "boom"}})],
+        ),
+    ]:
+        stream = ChatStream(status, content_type)
+        feed, next_event = stream.feed, stream.next_event
+        del stream
+        gc.collect()
+        assert feed(body) + feed(b"") == expected
+        assert next_event() is CLOSED
 
 
-def test_a_live_feeder_kept_after_its_stream_is_gone_does_nothing() -> None:
-    # While live, receive_data is the parser's own method: a line that ends
-    # would wake the stream, which is gone.
+def test_receive_data_and_next_event_kept_before_the_first_byte() -> None:
     stream = ChatStream()
-    feed = stream.receive_data
-    del stream
-    gc.collect()
-    feed(HI)
-    feed(b"")
-
-
-def test_next_event_costs_no_frame_while_idle_and_holds_no_cycle() -> None:
-    stream = ChatStream()
-    assert stream.next_event() is NEED_DATA
-    idle = stream.next_event
-    assert not hasattr(idle, "__code__") and not hasattr(idle, "__func__")  # a C-level callable
-    stream.receive_data(HI[:10])
-    assert stream.next_event is idle  # no line ended: still nothing to do
-    stream.receive_data(HI[10:])
-    assert stream.next_event == stream._next_event  # a line ended: woken
-    assert stream.next_event() == Delta(0, "hi")
-    assert stream.next_event() is NEED_DATA
-    assert stream.next_event is idle
-    stream.receive_data(STOP)
-    stream.receive_data(b"")
-    assert feed_all(stream, []) == [Finish(0, "stop"), Done(False), CLOSED]
-    assert not hasattr(stream.next_event, "__func__")  # closed for good: no bound method either
-    assert stream.next_event() is CLOSED
+    receive, next_event = stream.receive_data, stream.next_event
+    assert next_event() is NEED_DATA
+    receive(HI[:10])
+    assert next_event() is NEED_DATA  # no line ended yet
+    receive(HI[10:])
+    assert [next_event(), next_event()] == [Delta(0, "hi"), NEED_DATA]
+    receive(STOP)
+    receive(b"")
+    assert [next_event(), next_event(), next_event(), next_event()] == [Finish(0, "stop"), Done(False), CLOSED, CLOSED]
 
 
 def test_blank_lines_in_chunks_of_their_own() -> None:

@@ -85,7 +85,7 @@ def _line(chunk: dict[str, Any]) -> bytes:
     return b"data: " + json.dumps(chunk, ensure_ascii=False).encode() + b"\n\n"
 
 
-@settings(max_examples=10 * settings.default.max_examples)
+@settings(max_examples=10 * settings().max_examples)
 @given(choices(), st.booleans())
 def test_a_choice_reads_the_same_alone_and_beside_a_skipped_one(choice: Any, started: bool) -> None:
     head = [START] if started else []
@@ -94,7 +94,7 @@ def test_a_choice_reads_the_same_alone_and_beside_a_skipped_one(choice: Any, sta
     assert repr(alone) == repr(beside)  # repr: Delta(choice=False) == Delta(choice=0)
 
 
-@settings(max_examples=4 * settings.default.max_examples)
+@settings(max_examples=4 * settings().max_examples)
 @given(choices(), choices(), st.booleans())
 def test_two_choices_in_one_chunk_read_as_in_two_chunks(first: Any, second: Any, started: bool) -> None:
     # A choice without an integer index takes its array position.

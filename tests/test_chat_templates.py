@@ -3,13 +3,11 @@
 ``ChatStream`` learns the template of the usual chunk (its text around the
 one string that varies: the text, or the tool-call arguments) and reads a
 later payload that matches it without parsing it whole.  Every stream here is
-read twice, once as users read it and once with learning out of reach (the
-private ``_wait`` set beyond any count of chunks: every payload is parsed);
-the events, and the error that ends the stream if one does, must be the
-same.  The white-box checks (``_templates``, ``_misses``, ``_wait``) only show
-that the path under test was taken: with ``_misses == 0`` and ``_wait == 0``
-no usual chunk since the last template was learnt went unmatched, and one
-matched.
+read twice, once as users read it and once with templates out of reach
+(``ssestate._templates.SIZE`` patched to 0: no payload is small enough to
+learn from, so every payload is parsed); the events, and the error that ends
+the stream if one does, must be the same.  That differential is the one
+place these tests reach into a private module.
 """
 
 from __future__ import annotations
@@ -20,19 +18,14 @@ from typing import Any
 
 import pytest
 from chatgen import chat_streams, mutated_streams, texts
-from helpers import chunkings, drain, until_error
+from helpers import chunkings, until_error
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import ssestate._templates
 from ssestate import ChatStream, Delta, Done, Finish, ToolCallFragment
-from ssestate import _chat as chat
 
-template = chat._template
-text_hole = chat._text_hole
-
-NEVER = 1 << 62  # _wait beyond reach: no template is ever learnt
-
-ENVELOPE = {
+ENVELOPE: dict[str, Any] = {
     "id": "chatcmpl-C42qMU7",
     "object": "chat.completion.chunk",
     "created": 1755080278,
@@ -64,10 +57,8 @@ def body(*payloads: Any, done: bool = True) -> bytes:
 
 
 def read(data: bytes | list[bytes], *, learn: bool = True, strict: bool = True) -> tuple[list[Any], str | None]:
-    stream = ChatStream(strict=strict)
-    if not learn:
-        stream._wait = NEVER
-    events, error = until_error(stream, [data] if isinstance(data, bytes) else data)
+    with unittest.mock.patch.object(ssestate._templates, "SIZE", ssestate._templates.SIZE if learn else 0):
+        events, error = until_error(ChatStream(strict=strict), [data] if isinstance(data, bytes) else data)
     return events, None if error is None else str(error)
 
 
@@ -79,15 +70,6 @@ def same_as_parsed(data: bytes | list[bytes], *, strict: bool = True) -> list[An
     return got[0]
 
 
-def drained(data: bytes) -> ChatStream:
-    """A stream fed ``data`` and drained, end of stream not fed: still live,
-    so it still holds its templates."""
-    stream = ChatStream()
-    stream.receive_data(data)
-    drain(stream)
-    return stream
-
-
 # -- the usual streams: read from their templates ----------------------------------
 
 
@@ -96,14 +78,6 @@ def test_openai_stream_with_padding_is_read_from_one_template() -> None:
     payloads = [chunk({"role": "assistant", "content": "", "refusal": None}, pad="WuQNX")]
     payloads += [chunk({"content": text}, pad=pads[n % len(pads)]) for n, text in enumerate(TEXTS)]
     data = body(*payloads, chunk({}, finish="stop", pad="IPio8"), done=False)
-    stream = drained(data)
-    [(head, tail, pad, choice, k, fields, empty)] = stream._templates
-    assert (
-        head.endswith('"delta":{"content":"')
-        and pad == '},"logprobs":null,"finish_reason":null}],"usage":null,"obfuscation":"'
-    )
-    assert (tail, choice, k, fields, empty) == ("}", 0, -1, None, None)
-    assert stream._misses == 0 and stream._wait == 0
     events = same_as_parsed(data + b"data: [DONE]\n\n")
     assert events == [
         Delta(0, "", "assistant"),
@@ -120,44 +94,38 @@ def test_tool_call_arguments_are_read_from_their_template() -> None:
     payloads = [chunk({"role": "assistant", "content": None, "tool_calls": [first]})]
     payloads += [chunk({"tool_calls": [{"index": 0, "function": {"arguments": p}}]}) for p in pieces]
     data = body(*payloads, done=False)
-    stream = drained(data)
-    [(_, tail, pad, choice, index, _, _)] = stream._templates
-    assert (tail, pad, choice, index) == ('}}]},"logprobs":null,"finish_reason":null}],"usage":null}', None, 0, 0)
-    assert stream._misses == 0 and stream._wait == 0
     events = same_as_parsed(data)
     assert [e.arguments for e in events if type(e) is ToolCallFragment] == ["", *pieces]
 
 
-# Deltas with other members beside the text, as servers send them, and the
-# kind of template each gives (-1: the text alone; -2 - n: the text in field n
-# of content, role, reasoning, refusal, the other fields as the chunk has them).
-TEXT_SHAPES = {
-    "deepseek reasoning": ({"content": None, "reasoning_content": "x"}, -4),
-    "deepseek answer": ({"content": "x", "reasoning_content": None}, -1),
-    "sglang": ({"role": None, "content": None, "reasoning_content": "x", "tool_calls": None}, -4),
-    "ollama reasoning": ({"content": "", "reasoning": "x"}, -4),
-    "role on every chunk": ({"role": "assistant", "content": "x"}, -2),
-    "dashscope": ({"content": None, "role": "assistant", "reasoning_content": "x"}, -4),
-    "litellm": ({"content": "x", "role": None, "function_call": None, "tool_calls": None, "audio": None}, -1),
-    "refusal": ({"refusal": "x"}, -5),
+# Deltas with other members beside the text, as servers send them: the
+# Delta field the text goes to, and whether a chunk with an empty text still
+# gives a Delta (a role beside it).
+TEXT_SHAPES: dict[str, tuple[dict[str, Any], str, bool]] = {
+    "deepseek reasoning": ({"content": None, "reasoning_content": "x"}, "reasoning", False),
+    "deepseek answer": ({"content": "x", "reasoning_content": None}, "content", False),
+    "sglang": ({"role": None, "content": None, "reasoning_content": "x", "tool_calls": None}, "reasoning", False),
+    "ollama reasoning": ({"content": "", "reasoning": "x"}, "reasoning", False),
+    "role on every chunk": ({"role": "assistant", "content": "x"}, "content", True),
+    "dashscope": ({"content": None, "role": "assistant", "reasoning_content": "x"}, "reasoning", True),
+    "litellm": (
+        {"content": "x", "role": None, "function_call": None, "tool_calls": None, "audio": None},
+        "content",
+        False,
+    ),
+    "refusal": ({"refusal": "x"}, "refusal", False),
 }
 
 
 @pytest.mark.parametrize("name", TEXT_SHAPES)
-def test_deltas_with_neutral_members_are_read_from_a_template(name: str) -> None:
-    delta, kind = TEXT_SHAPES[name]
+def test_deltas_with_neutral_members_read_as_parsed(name: str) -> None:
+    delta, field, empty = TEXT_SHAPES[name]
     member = next(k for k, v in delta.items() if v == "x")
-    payloads = [chunk({**delta, member: text}) for text in ["first", *TEXTS]]
-    data = body(*payloads, done=False)
-    stream = drained(data)
-    [(_, _, _, choice, k, _, empty)] = stream._templates
-    assert (choice, k) == (0, kind)
-    assert stream._misses == 0 and stream._wait == 0
-    deltas = [e for e in same_as_parsed(data) if type(e) is Delta]
     texts = ["first", *TEXTS]
-    assert len(deltas) == sum(1 for t in texts if t or empty is not None)
-    field = {-1: "content", -2: "content", -4: "reasoning", -5: "refusal"}[kind]
-    assert [getattr(e, field) or "" for e in deltas] == [t for t in texts if t or empty is not None]
+    payloads = [chunk({**delta, member: text}) for text in texts]
+    deltas = [e for e in same_as_parsed(body(*payloads, done=False)) if type(e) is Delta]
+    assert [getattr(e, field) or "" for e in deltas] == [t for t in texts if t or empty]
+    assert all(e.role == ("assistant" if empty else None) for e in deltas)
 
 
 def test_a_chunk_with_more_than_its_text_teaches_nothing() -> None:
@@ -168,8 +136,6 @@ def test_a_chunk_with_more_than_its_text_teaches_nothing() -> None:
     payloads = [chunk({"content": f"a{n}", "tool_calls": calls}) for n in range(4)]
     payloads += [chunk({"content": "b"}, finish="stop"), chunk({"content": "c"}, finish="stop")]
     payloads += [chunk({}, finish="length"), chunk({"content": "d"}, finish="stop")]
-    stream = drained(body(*payloads, done=False))
-    assert stream._templates == ()
     events = same_as_parsed(body(*payloads))
     assert [e.reason for e in events if type(e) is Finish] == ["stop", "length", "stop"]
     assert sum(type(e) is ToolCallFragment for e in events) == 4
@@ -177,8 +143,6 @@ def test_a_chunk_with_more_than_its_text_teaches_nothing() -> None:
 
 def test_two_text_members_are_always_parsed() -> None:
     payloads = [chunk({"content": f"a{n}", "reasoning_content": f"b{n}"}) for n in range(4)]
-    stream = drained(body(*payloads, done=False))
-    assert stream._templates == () and stream._misses == 0
     same_as_parsed(body(*payloads))
 
 
@@ -187,43 +151,20 @@ def test_a_new_envelope_is_learnt_again() -> None:
     # of the new envelope is learnt at the first chunk that misses.
     early = [chunk({"content": f"a{n}"}) for n in range(3)]
     late = [{**chunk({"content": f"b{n}"}), "created": ENVELOPE["created"] + 1} for n in range(3)]
-    stream = drained(body(*early, *late, done=False))
-    assert [t[0].count("1755080279") for t in stream._templates] == [1, 0]
-    assert stream._misses == 0 and stream._wait == 0
     same_as_parsed(body(*early, *late))
 
 
-def test_an_envelope_that_moves_at_every_chunk_costs_a_learning_now_and_then() -> None:
+def test_an_envelope_that_moves_at_every_chunk_reads_as_parsed() -> None:
     # Older Ollama writes "created" anew for every chunk: no template ever
-    # matches.  A template that misses the next chunk is let go, and
-    # learning waits four times as long each time, up to 256 chunks.
+    # matches, templates are let go and learning waits longer each time.
     payloads = [{**chunk({"content": f"t{n}"}), "created": n} for n in range(601)]
-    data = body(*payloads, done=False)
-    learnt = []
-    with unittest.mock.patch.object(chat, "_template", lambda *a: learnt.append(a[2:]) or template(*a)):
-        stream = drained(data)
-    assert learnt == [(0, "content", f"t{n}") for n in (0, 2, 8, 30, 116, 373)]
-    assert stream._templates == [] and stream._wait == 256
-    same_as_parsed(data)
-
-
-def test_while_learning_waits_the_general_loop_does_not_look_for_a_text() -> None:
+    events = same_as_parsed(body(*payloads, done=False))
+    assert [e.content for e in events if type(e) is Delta] == [f"t{n}" for n in range(601)]
     # DeepSeek's deltas ("content":null beside the reasoning) go through the
-    # general loop; with "created" moving at every chunk no template matches.
-    # A chunk is looked at only when learning is due or a template is on
-    # trial: at each learning and at the chunk after it.
+    # general loop.
     payloads = [{**chunk({"content": None, "reasoning_content": f"t{n}"}), "created": n} for n in range(601)]
-    data = body(*payloads, done=False)
-    learnt, looked = [], []
-    with (
-        unittest.mock.patch.object(chat, "_template", lambda *a: learnt.append(a[4]) or template(*a)),
-        unittest.mock.patch.object(chat, "_text_hole", lambda c: looked.append(1) or text_hole(c)),
-    ):
-        stream = drained(data)
-    assert learnt == [f"t{n}" for n in (0, 2, 8, 30, 116, 373)]
-    assert len(looked) == 12
-    assert stream._templates == [] and stream._wait == 256
-    same_as_parsed(data)
+    events = same_as_parsed(body(*payloads, done=False))
+    assert [e.reasoning for e in events if type(e) is Delta] == [f"t{n}" for n in range(601)]
 
 
 def test_choices_of_n_2_keep_a_template_each() -> None:
@@ -234,17 +175,7 @@ def test_choices_of_n_2_keep_a_template_each() -> None:
         one = chunk({"content": f"t{n}"})
         one["choices"][0]["index"] = n % 2
         payloads.append(one)
-    stream = drained(body(*payloads, done=False))
-    assert sorted(t[3] for t in stream._templates) == [0, 1]
-    assert stream._misses == 0 and stream._wait == 0
     same_as_parsed(body(*payloads))
-
-
-def test_templates_are_let_go_when_the_stream_ends() -> None:
-    data = body(*[chunk({"content": t}) for t in TEXTS])
-    stream = ChatStream()
-    until_error(stream, [data])
-    assert stream._templates == ()
 
 
 # -- chunks a template must not be learnt from, or must not read ----------------------
@@ -292,8 +223,6 @@ REFUSED = {
 def test_a_chunk_whose_template_cannot_be_checked_teaches_nothing(name: str) -> None:
     # The first chunk of a choice is never learnt from (it starts the choice).
     payloads = (START, *REFUSED[name])
-    stream = drained(body(*payloads, done=False))
-    assert stream._templates == ()
     same_as_parsed(body(*payloads))
 
 
@@ -303,34 +232,27 @@ def test_padding_before_the_text_stays_in_the_template() -> None:
     # and the template is let go.
     first = {"obfuscation": "pad1", **chunk({"content": "a"})}
     second = {"obfuscation": "pad2", **chunk({"content": "b"})}
-    stream = drained(body(START, first, done=False))
-    [(head, _, pad, *_)] = stream._templates
-    assert '"pad1"' in head and pad is None
-    stream.receive_data(body(second, done=False))
-    drain(stream)
-    assert stream._templates == [] and stream._misses == 1
     same_as_parsed(body(START, first, second))
 
 
-@pytest.mark.parametrize(("size", "learnt"), [(2048, 1), (2049, 0)])
-def test_templates_are_learnt_from_payloads_of_at_most_2_kib(size: int, learnt: int) -> None:
+@pytest.mark.parametrize("size", [2047, 2048, 2049])
+def test_payloads_around_the_template_size_limit_read_as_parsed(size: int) -> None:
     def sized(text: str) -> str:
         def payload(content: str) -> str:
             return json.dumps(chunk({"content": content}), separators=(",", ":"))
 
         return payload(text + "x" * (size - len(payload(text))))
 
-    stream = drained(body(START, sized("a"), sized("b"), done=False))
-    assert len(stream._templates) == learnt
     assert len(sized("a")) == size
+    events = same_as_parsed(body(START, sized("a"), sized("b"), sized("c")))
+    overhead = len(sized("a")) - len(json.loads(sized("a"))["choices"][0]["delta"]["content"])
+    assert [len(e.content) for e in events if type(e) is Delta][1:] == [size - overhead] * 3
 
 
 def test_a_duplicate_key_is_read_as_a_parse_reads_it() -> None:
     # The later "choices" wins in a parse; the template's place is that one.
     first = '{"choices":[{"index":0,"delta":{"content":"old"}}],"choices":[{"index":0,"delta":{"content":"a"}}]}'
     later = [first.replace('"a"', f'"{t}"') for t in ("b", "old", 'c\\"d')]
-    stream = drained(body(first, *later, done=False))
-    assert len(stream._templates) == 1 and stream._misses == 0
     events = same_as_parsed(body(first, *later))
     assert [e.content for e in events if type(e) is Delta] == ["a", "b", "old", 'c"d']
 

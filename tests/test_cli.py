@@ -208,7 +208,7 @@ def test_inspect_json_one_object_per_event() -> None:
          "logprobs": None},
         {"kind": "Delta", "byte": 172, "choice": 0, "content": "\ufffd", "role": None, "reasoning": None,
          "refusal": None, "logprobs": None},
-        {"kind": "Finish", "byte": 172, "choice": 0, "reason": "stop"},
+        {"kind": "Finish", "byte": 172, "choice": 0, "reason": "stop", "native": None},
         {"kind": "Done", "byte": 186, "sentinel": True},
     ]  # fmt: skip
     assert [line["kind"] for line in lines[4:]] == ["problem"] * 7 + ["rechunk", "outcome"]

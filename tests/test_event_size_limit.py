@@ -1,10 +1,11 @@
 """max_event_size under every chunking (SPEC §1, §2, §6.1, §6.3).
 
 An event is too large when, after some byte of it arrived and every line it
-completed was read, it holds more than the limit: the bytes of its block so
-far, terminators included, or outside a block the bytes of its unterminated
-line.  The error then comes at the same place in the event sequence, with
-the same message, whether the stream arrives whole or a byte at a time.
+completed was read, the parser keeps more than the limit for it: the open
+block's data buffer, event type and id, plus the unterminated line (a line
+counts whole while it is that line, whatever it is).  The error then comes
+at the same place in the event sequence, with the same message, whether the
+stream arrives whole or a byte at a time.
 """
 
 from __future__ import annotations
@@ -55,9 +56,9 @@ def test_an_event_exactly_at_the_limit_passes() -> None:
 
 
 def test_a_comment_read_before_the_limit_breaks_is_still_handed_out() -> None:
-    # Block "id: 1\r\n" (7 bytes), then ": c\r\n": its CR completes the comment
-    # at 11 bytes held, its LF makes 12 > 11.
-    stream = b"id: 1\r\n: c\r\n"
+    # The block keeps "1" (its id); the comment is handed out when its CR
+    # comes; the data line then holds 1 + 16 bytes > 11 before its CR.
+    stream = b"id: 1\r\n: c\r\ndata: " + b"x" * 10 + b"\r\n"
     for name, chunks in chunkings(stream):
         got = run(chunks, 11)
         assert got[0] == Heartbeat("c"), name

@@ -467,30 +467,37 @@ def test_events_before_the_oversized_one_come_first_then_the_parser_refuses_use(
             call()
 
 
-def test_limit_counts_every_line_of_the_open_block() -> None:
-    stream = b"event: x\ndata: yy\n"  # 18 bytes, no blank line yet
-    parser = EventStreamParser(max_event_size=18)
-    parser.receive_data(stream)
-    assert parser.next_event() is NEED_DATA
-    parser.receive_data(b"\n")
-    assert parser.next_event() == ev("yy", event="x")
-
-    parser = EventStreamParser(max_event_size=17)
-    parser.receive_data(stream)
-    with pytest.raises(RemoteProtocolError, match="starts at byte 0 ") as info:
-        parser.next_event()
-    assert info.value.offset == 0
+def test_limit_counts_what_the_parser_keeps() -> None:
+    # "event: x" keeps 1 byte (the type), "data: yy" 3 ("yy" and its LF);
+    # each line counts whole while it is the unterminated line: at most
+    # 1 + 8 = 9 bytes are held for this event.
+    stream = b"event: x\ndata: yy\n\n"
+    for name, chunks in chunkings(stream):
+        assert parse(chunks, max_event_size=9)[0] == [ev("yy", event="x"), CLOSED], name
+        parser = EventStreamParser(max_event_size=8)
+        with pytest.raises(RemoteProtocolError, match="starts at byte 0 holds more than max_event_size=8") as info:
+            feed_all(parser, chunks)
+        assert info.value.offset == 0, name
 
 
-def test_limit_counts_comments_inside_the_block_but_not_before_it() -> None:
-    parser = EventStreamParser(max_event_size=32)
-    parser.receive_data(b": " + b"c" * 30 + b"\ndata: a\n")  # the comment line alone is 32 bytes
-    assert drain(parser) == [hb("c" * 30)]
-    parser = EventStreamParser(max_event_size=16)
-    parser.receive_data(b"data: a\n: cccccc\n")  # 17 bytes from the first field line
-    assert parser.next_event() == hb("cccccc")
-    with pytest.raises(RemoteProtocolError, match="at byte 0 "):
-        parser.next_event()
+def test_limit_counts_the_id_the_open_block_set() -> None:
+    # "12345" is kept as the block's id: 5 + "data: 1" (7) = 12 held.
+    stream = b"id: 12345\ndata: 1\n\n"
+    assert parse([stream], max_event_size=12)[0] == [ev("1", id="12345"), CLOSED]
+    with pytest.raises(RemoteProtocolError, match="starts at byte 0 "):
+        parse([stream], max_event_size=11)
+
+
+def test_limit_does_not_count_lines_the_parser_does_not_keep() -> None:
+    # Inside an open block, a comment (handed out as a Heartbeat at once), a
+    # retry line and an unknown field are each the unterminated line for a
+    # while, and kept by nobody afterwards: only "a" and its LF stay.
+    body = b"data: a\n: " + b"c" * 12 + b"\nretry: 1234567\nfoo: " + b"x" * 9 + b"\n\n"  # lines of 8, 14, 14, 14
+    for name, chunks in chunkings(body):
+        assert parse(chunks, max_event_size=16)[0] == [hb("c" * 12), ev("a", retry=1234567), CLOSED], name
+        parser = EventStreamParser(max_event_size=15)  # 2 kept + the comment line's 14
+        with pytest.raises(RemoteProtocolError, match="starts at byte 0 "):
+            feed_all(parser, chunks)
 
 
 def test_limit_names_the_start_of_the_open_block() -> None:
@@ -514,25 +521,18 @@ def test_limit_on_an_unterminated_comment() -> None:
         parser.next_event()
 
 
-def test_limit_covers_a_byte_order_mark_still_arriving() -> None:
-    parser = EventStreamParser(max_event_size=1)
-    parser.receive_data(b"\xef")
-    assert parser.next_event() is NEED_DATA
-    parser.receive_data(b"\xbb")
-    with pytest.raises(RemoteProtocolError, match="starts at byte 0 holds more than max_event_size=1 bytes"):
-        parser.next_event()
-    parser = EventStreamParser(max_event_size=2)
-    assert feed_all(parser, [b"\xef", b"\xbb", b"\xbf", b":", b"\n"]) == [hb(""), CLOSED]
-
-
-def test_limit_on_a_byte_order_mark_does_not_depend_on_chunking() -> None:
-    # With max_event_size=1 the first two bytes of a BOM already hold too
-    # much when they arrive one at a time, so they do when it arrives whole.
-    for name, chunks in chunkings(BOM + b": x\n"):
-        parser = EventStreamParser(max_event_size=1)
-        with pytest.raises(RemoteProtocolError, match="starts at byte 0 holds more than max_event_size=1 bytes"):
+def test_limit_does_not_count_a_byte_order_mark() -> None:
+    # Neither a byte order mark nor the bytes that may still become one are
+    # part of a line, under every chunking.
+    for name, chunks in chunkings(BOM + b":\n"):
+        assert parse(chunks, max_event_size=1)[0] == [hb(""), CLOSED], name
+    # Two bytes of a mark and then another byte: a line of three bytes.
+    for _name, chunks in chunkings(b"\xef\xbbX\n"):
+        parser = EventStreamParser(max_event_size=2)
+        with pytest.raises(RemoteProtocolError, match="starts at byte 0 holds more than max_event_size=2"):
             feed_all(parser, chunks)
-        assert parse([BOM + b":\n"], max_event_size=2)[0] == [hb(""), CLOSED], name
+    parser = EventStreamParser(max_event_size=1)
+    assert feed_all(parser, [b"\xef", b"\xbb"]) == [Truncated("partial-event", 2), CLOSED]
 
 
 def test_limit_holds_when_end_of_stream_comes_before_next_event() -> None:
@@ -588,21 +588,19 @@ def test_parsed_events_are_genuine_frozen_values() -> None:
         beat.comment = "d"  # type: ignore[misc]
 
 
-def test_next_event_costs_no_frame_while_idle_and_holds_no_cycle() -> None:
+def test_methods_are_ordinary_and_any_reference_keeps_working() -> None:
     parser = EventStreamParser()
-    idle = parser.next_event
-    assert not hasattr(idle, "__func__") and idle() is NEED_DATA  # a C-level callable
-    parser.receive_data(b"data: a")
-    assert parser.next_event is idle  # no line ended: still nothing to do
-    parser.receive_data(memoryview(b"\n\ndata: b\r"))  # any bytes-like object
-    assert parser.next_event == parser._next_event  # woken
-    assert [parser.next_event(), parser.next_event()] == [ev("a"), NEED_DATA]
-    assert parser.next_event is idle
-    parser.receive_data(bytearray(b"\n\n"))  # the LF of CRLF, then a blank line
-    assert [parser.next_event(), parser.next_event()] == [ev("b"), NEED_DATA]
-    parser.receive_data(b"")
-    assert [parser.next_event(), parser.next_event()] == [CLOSED, CLOSED]
-    assert not hasattr(parser.next_event, "__func__")  # closed for good: no bound method
+    receive, next_event, feed = parser.receive_data, parser.next_event, parser.feed  # before the first byte
+    assert next_event() is NEED_DATA
+    receive(b"data: a")
+    assert next_event() is NEED_DATA
+    receive(memoryview(b"\n\ndata: b\r"))  # any bytes-like object
+    assert [next_event(), next_event()] == [ev("a"), NEED_DATA]
+    assert feed(bytearray(b"\n\n")) == [ev("b")]  # the LF of CRLF, then a blank line
+    receive(b"")
+    assert [next_event(), next_event()] == [CLOSED, CLOSED]
+    assert "Return the next event" in (EventStreamParser.next_event.__doc__ or "")
+    assert EventStreamParser.feed.__doc__ and EventStreamParser.receive_data.__doc__
 
 
 @pytest.mark.parametrize("body", [b"data: a\n\n", b"data: a\n\n" + b"x" * 20])

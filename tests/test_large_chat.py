@@ -1,8 +1,14 @@
-"""Huge chat chunks: the data of a lone event of 32 KiB or more reaches
+"""Huge chat chunks: the data of an event of 32 KiB or more reaches
 ``ChatStream`` as bytes, and its long strings are decoded from them piece by
 piece (``ssestate/_large.py``).  Whatever the payload, the events and errors
 must be those of the ordinary path (decode the payload whole, then scan it),
-and the peak memory must stay near one copy of the content."""
+and the peak memory must stay near one copy of the content.
+
+The ordinary path is reached by patching the threshold
+(``ssestate._framing.HUGE``) out of reach, and the bytes path is made to
+read small payloads in small pieces by patching it and ``_large``'s
+constants down: the differential is what these tests check, so they reach
+into those private modules for it, and for nothing else."""
 
 from __future__ import annotations
 
@@ -18,7 +24,6 @@ from helpers import chunked, until_error
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import ssestate._chat as chat
 import ssestate._framing as framing
 import ssestate._large as large
 from ssestate import CLOSED, NEED_DATA, ChatStream, Delta, Done, Finish, ToolCallFragment
@@ -50,20 +55,10 @@ def mixed(size: int) -> str:
     return text[: size // 2]
 
 
-@contextmanager
-def bytes_path() -> Iterator[list[bool]]:
-    """Record, for each huge payload, whether it was read from its bytes
-    (True) or handed back to be decoded whole (False)."""
-    read: list[bool] = []
-
-    def spy(raw: bytearray, scan: Any) -> Any:
-        chunk = real(raw, scan)
-        read.append(chunk is not None)
-        return chunk
-
-    real = chat.read_large
-    with unittest.mock.patch.object(chat, "read_large", spy):
-        yield read
+def ordinary(chunks: list[bytes]) -> list[Any]:
+    """``run`` with every payload decoded whole, the bytes path out of reach."""
+    with unittest.mock.patch.object(framing, "HUGE", 1 << 40):
+        return run(chunks)
 
 
 # -- exact bytes ------------------------------------------------------------------
@@ -72,14 +67,13 @@ def bytes_path() -> Iterator[list[bool]]:
 def test_a_huge_chunk_gives_the_content_json_gives() -> None:
     content = mixed(100_000)
     payload = json.dumps(chunk_of(content), ensure_ascii=False).encode()
-    assert len(payload) > framing._HUGE
+    assert len(payload) > framing.HUGE
     body = event(payload) + b'data: {"choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}\n\ndata: [DONE]\n\n'
     for size in (None, 1460, 37, 4096):
         chunks = [body] if size is None else [body[i : i + size] for i in range(0, len(body), size)]
         stream = ChatStream()
-        with bytes_path() as read:
-            got, exc = until_error(stream, chunks)
-        assert exc is None and read == [True]
+        got, exc = until_error(stream, chunks)
+        assert exc is None
         assert got[0] == Delta(0, content)
         assert got[1:] == [Finish(0, "stop"), Done(True), CLOSED]
         assert (stream.response_id, stream.model) == ("c1", "m")
@@ -94,17 +88,14 @@ def test_escapes_cut_anywhere_decode_exactly() -> None:
     payload = b'{"choices":[{"index":0,"delta":{"content":"' + text + b'"}}]}'
     for step in (7, 13, 2048):
         with unittest.mock.patch.object(large, "_STEP", step):
-            with bytes_path() as read:
-                assert run([event(payload)])[0] == Delta(0, want * 3000), step
-            assert read == [True]
+            assert run([event(payload)])[0] == Delta(0, want * 3000), step
 
 
 def test_an_ascii_value_is_taken_as_the_scanner_read_it() -> None:
-    content = "plain ASCII text, \"quoted\", with a line break\n and a tab\t. " * 1000
+    content = 'plain ASCII text, "quoted", with a line break\n and a tab\t. ' * 1000
     payload = json.dumps(chunk_of(content)).encode()
-    with bytes_path() as read:
-        got = run([event(payload)])
-    assert read == [True]
+    got = run([event(payload)])
+    assert got == ordinary([event(payload)])
     assert got[0] == Delta(0, content)
 
 
@@ -112,9 +103,8 @@ def test_arguments_of_a_whole_tool_call_are_read_from_bytes_too() -> None:
     args = json.dumps({"rows": [mixed(200) for _ in range(300)]}, ensure_ascii=False)
     call = {"index": 0, "id": "call_1", "type": "function", "function": {"name": "f", "arguments": args}}
     payload = json.dumps(chunk_of("", tool_calls=[call]), ensure_ascii=False).encode()
-    with bytes_path() as read:
-        got = run([event(payload)])
-    assert read == [True]
+    got = run([event(payload)])
+    assert got == ordinary([event(payload)])
     assert got[0] == ToolCallFragment(0, 0, "call_1", "f", args)
 
 
@@ -137,12 +127,10 @@ def test_unusual_payloads_take_the_ordinary_path_and_agree_with_it() -> None:
     }
     for name, text in cases.items():
         body = event(text.encode())
-        with unittest.mock.patch.object(framing, "_HUGE", 1 << 40):
-            want = run([body])
-        with bytes_path() as read:
-            assert run([body]) == want, name
-        assert read == [False], name
+        want = ordinary([body])
+        assert run([body]) == want, name
         assert run([body[:1000], body[1000:]]) == want, name
+        assert run([body, body]) == ordinary([body, body]), name
 
 
 def test_peak_memory_stays_under_four_times_the_event() -> None:
@@ -183,8 +171,7 @@ def small_thresholds() -> Iterator[None]:
     """Huge-event thresholds of a few bytes, so that generated payloads of
     a few hundred bytes take the bytes path, in pieces of a few bytes."""
     with (
-        unittest.mock.patch.object(framing, "_BIG", 16),
-        unittest.mock.patch.object(framing, "_HUGE", 24),
+        unittest.mock.patch.object(framing, "HUGE", 24),
         unittest.mock.patch.object(large, "_LONG", 6),
         unittest.mock.patch.object(large, "_STEP", 3),
     ):
@@ -218,7 +205,7 @@ def test_the_bytes_path_gives_what_the_ordinary_path_gives(items: list[bytes], d
         got = run(chunks)
         # Each event alone in its batch: every one of them takes the bytes path.
         alone = run([event(p) for p in items])
-        with unittest.mock.patch.object(framing, "_HUGE", 1 << 40):
+        with unittest.mock.patch.object(framing, "HUGE", 1 << 40):
             want = run(chunks)
             want_alone = run([event(p) for p in items])
     assert got == want

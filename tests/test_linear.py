@@ -9,8 +9,8 @@ parser that searched the whole buffer again on every call (no scan memo), or
 copied the unconsumed rest of it, would do about N²/2.
 
 This file reads the parser's private module (``ssestate._framing``) to
-swap the buffer type in, and one test forces a step on every call on
-purpose, to show that the count does catch quadratic work.
+swap the buffer type in, and one test forgets the buffer's scan memo on
+every call on purpose, to show that the count does catch quadratic work.
 """
 
 from __future__ import annotations
@@ -23,9 +23,10 @@ from helpers import drain
 
 import ssestate._framing as framing
 from ssestate import CLOSED, EventStreamParser, ServerSentEvent
+from ssestate._buffer import ReceiveBuffer
 
 
-class CountingBytearray(bytearray):
+class CountingBytearray(ReceiveBuffer):
     """A bytearray that adds the bytes its scans and copies touch to
     ``CountingBytearray.work``."""
 
@@ -48,7 +49,9 @@ class CountingBytearray(bytearray):
         item = super().__getitem__(key)
         if isinstance(key, slice):
             CountingBytearray.work += len(item)
-            return CountingBytearray(item)  # so that its decode is counted too
+            counted = CountingBytearray()
+            counted += item  # so that what is done with it is counted too
+            return counted
         return item
 
     def decode(self, encoding: str = "utf-8", errors: str = "strict") -> str:
@@ -58,9 +61,8 @@ class CountingBytearray(bytearray):
 
 @pytest.fixture
 def counted(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    # The parser builds its buffers with the name ``bytearray``; a module
-    # global of that name shadows the builtin inside ssestate._framing.
-    monkeypatch.setattr(framing, "bytearray", CountingBytearray, raising=False)
+    # The parser builds its receive buffer by this name.
+    monkeypatch.setattr(framing, "ReceiveBuffer", CountingBytearray)
     CountingBytearray.work = 0
     yield
 
@@ -148,9 +150,10 @@ def test_the_count_catches_a_rescan() -> None:
     n = 4_000
     stream = b"data: " + b"x" * n + b"\n\n"
 
-    def wake(parser: EventStreamParser) -> None:
-        parser._wake()
+    def forget(parser: EventStreamParser) -> None:
+        parser._buf.scanned = 0
+        assert parser._buf.extract_lines() is None  # the parser took every line: a search in vain
 
-    work, events = work_bytewise(stream, tamper=wake)
+    work, events = work_bytewise(stream, tamper=forget)
     assert events == [ServerSentEvent("message", "x" * n)]
     assert work > n * n // 4

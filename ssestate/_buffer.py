@@ -1,0 +1,107 @@
+"""ReceiveBuffer: the bytes of an event stream that arrived and were not read yet.
+
+Theory of operation
+-------------------
+The buffer is a ``bytearray`` (a subclass, so that appending a chunk is
+bytearray's own C-level ``+=``) that also knows where it is in the stream.
+The parser appends every chunk and, when a chunk brings a line terminator,
+takes out every complete line at once with ``extract_lines``: everything
+up to and including the **last** terminator.  What stays behind is one
+unterminated line, at most about one chunk long.
+
+* Taking out a prefix is ``del buf[:n]``, which CPython does by moving the
+  start of the live bytes (no copy); the dead prefix is given back when a
+  later append reallocates, which moves only live bytes.  Reading a stream
+  in small pieces therefore stays linear.
+* The scan memo ``scanned`` counts the bytes at the start known to hold no
+  terminator (what stayed behind after the last extraction), so a search
+  looks only at the bytes that arrived since: a long line that arrives in a
+  million pieces is never scanned twice.
+* The three WHATWG line endings are CRLF, LF and a lone CR.  A CR that
+  ends the buffer when lines are taken out ends its line *now* (an event
+  must not wait for the next chunk to learn whether an LF follows); the
+  buffer remembers it (``skip_lf``) and swallows one LF that starts the
+  next bytes, so CRLF split across chunks is still one terminator.
+* One U+FEFF (byte order mark, ``EF BB BF``) at the very start of the
+  stream is dropped, no other.  Until three bytes are known (or the stream
+  ended) the buffer cannot tell a BOM from a line that starts with the same
+  bytes, so ``start`` decides only then.
+
+``offset`` is the stream offset of the buffer's first byte: every error
+message and ``Truncated.pending`` is computed from it.
+"""
+
+from __future__ import annotations
+
+__all__ = ["ReceiveBuffer"]
+
+BOM = b"\xef\xbb\xbf"
+
+
+class ReceiveBuffer(bytearray):
+    """Bytes received and not yet read, with their place in the stream.
+
+    Attributes:
+        offset: stream offset of the buffer's first byte.
+        scanned: bytes at the start known to hold no line terminator.
+        skip_lf: the last extraction ended on a CR at the end of the
+            buffer; one LF that starts the next bytes belongs to it.
+        started: the byte order mark has been looked for.
+    """
+
+    __slots__ = ("offset", "scanned", "skip_lf", "started")
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.offset = 0
+        self.scanned = 0
+        self.skip_lf = False
+        self.started = False
+
+    def __copy__(self) -> ReceiveBuffer:
+        twin = ReceiveBuffer()
+        twin += self
+        twin.offset, twin.scanned, twin.skip_lf, twin.started = self.offset, self.scanned, self.skip_lf, self.started
+        return twin
+
+    def __deepcopy__(self, memo: dict[int, object]) -> ReceiveBuffer:
+        return self.__copy__()  # bytes and numbers: nothing deeper to copy
+
+    def start(self, ended: bool = False) -> None:
+        """Drop a byte order mark that starts the stream, once its first three
+        bytes are known or the stream ``ended``."""
+        if self.started or not (len(self) >= 3 or ended or not BOM.startswith(self)):
+            return
+        self.started = True
+        if self.startswith(BOM):
+            del self[:3]
+            self.offset += 3
+            self.scanned = max(0, self.scanned - 3)
+
+    def extract_lines(self) -> bytearray | None:
+        """Remove and return every complete line at the start of the buffer,
+        terminators included (a ``bytearray`` that ends in CR or LF), or None
+        when no line is complete."""
+        if self.skip_lf and self:
+            self.skip_lf = False
+            if self[0] == 0x0A:
+                del self[0]
+                self.offset += 1
+                self.scanned = max(0, self.scanned - 1)
+        if not self.started:
+            self.start()
+        scanned = self.scanned
+        end = self.rfind(b"\n", scanned) + 1
+        # A CR after the last LF ends a line too (CRLF's CR comes before it).
+        cr = self.rfind(b"\r", end or scanned) + 1
+        if cr:
+            end = cr
+        if not end:
+            self.scanned = len(self)
+            return None
+        lines = self[:end]
+        del self[:end]
+        self.offset += end
+        self.scanned = len(self)
+        self.skip_lf = lines[-1] == 0x0D and not self
+        return lines

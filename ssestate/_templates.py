@@ -1,0 +1,291 @@
+"""Templates: reading the usual chunk of a stream without parsing it whole.
+
+Theory of operation
+-------------------
+Within one stream a server writes its usual chunks as the same text around
+one string that changes: the text, reasoning or refusal, or a tool call's
+arguments fragment (and, on api.openai.com, a random ``obfuscation``
+padding string).  So after the chunk reader parses such a chunk, ``learn``
+keeps the payload's text before that string (``head``) and after it
+(``tail``) as a ``Template``, and ``fit`` reads a later payload made of
+``head``, any string literal and ``tail`` by scanning that one literal with
+the C string reader.  No object tree is built.
+
+Why a match needs no parse: JSON text is a sequence of tokens, and when the
+literal is one of the payload's own tokens, ``head + literal + tail`` is the
+same sequence with that one token changed, so it parses to the same chunk
+with one string changed.  Whether the literal found is that token, and the
+one that becomes the text, is checked once, when the template is learnt: the
+payload is parsed with a probe string in its place, and the probe must come
+out as the text (the padding probe as the padding).  A literal found inside
+another string only changes that string; one found where two strings meet
+makes the probe text invalid; a key, or a value that a later duplicate key
+overrides, leaves the text as it was: each fails the check.  Chunks with
+more to read than the one string are never learnt from: usage, ``x_groq``
+or an error member, logprobs, a finish reason, tool calls beside a text.
+
+A template says what to build with the string it reads (``kind``): the
+usual ``Delta`` of a content text alone, a ``Delta`` whose other fields are
+fixed (a role on every chunk, a reasoning member beside ``"content":
+null``), or a tool call's arguments fragment.
+
+``Templates`` holds a stream's templates, newest first, and decides when
+to learn: when a usual chunk matched none.  A template that misses the next
+usual chunk of its choice is let go (the envelope moves: a timestamp, a
+counter), and while the templates learnt go unused, learning waits for four
+times as many misses each time, up to 256: a server that changes its
+envelope at every chunk costs one learning in 256 chunks.
+"""
+
+from __future__ import annotations
+
+import enum
+import json
+from collections.abc import Callable
+from typing import Any, NamedTuple
+
+from ._events import Delta, ToolCallFragment, _fast
+
+__all__ = ["Template", "TemplateKind", "Templates", "learn", "text_fields", "text_hole"]
+
+# The C scanner's string reader: (text, end) for the literal whose opening
+# quote is just before the index.
+_scanstring: Callable[[str, int], tuple[str, int]] = json.decoder.scanstring  # type: ignore[attr-defined]
+# The C string writers behind json.dumps (str -> its JSON literal).
+_literal_of: Callable[[str], str] = json.encoder.encode_basestring
+_ascii_literal_of: Callable[[str], str] = json.encoder.encode_basestring_ascii
+_parse = json.JSONDecoder().raw_decode
+_new_delta = _fast(Delta)
+_new_content = _fast(Delta, "choice", "content")
+_new_arguments = _fast(ToolCallFragment, "choice", "index", "arguments")
+
+# At most this many templates per stream (one per choice when n > 1),
+# learnt from payloads of at most this many characters; learning waits up
+# to _PATIENCE usual chunks.
+LIMIT = 4
+SIZE = 2048
+_PATIENCE = 256
+_PROBE = "ssestate probe"
+_PROBE_PAD = "ssestate padding probe"
+PAD = "obfuscation"  # OpenAI's random padding: a top-level string no event reads
+# The members of a delta that hold text, in the order Delta reads them.
+_TEXT = ("content", "reasoning_content", "reasoning", "refusal")
+
+Fields = tuple[str, "str | None", "str | None", "str | None"]  # content, role, reasoning, refusal
+
+
+class TemplateKind(enum.Enum):
+    """What a template builds from the string it reads."""
+
+    CONTENT = "content"  # Delta(choice, content=text): the text alone
+    FIELDS = "fields"  # Delta(choice, *fields) with the text in field `slot`
+    ARGUMENTS = "arguments"  # ToolCallFragment(choice, tool, arguments=text)
+
+
+_ARGUMENTS = TemplateKind.ARGUMENTS  # a module global: reading it costs less than the class attribute
+
+
+class Template(NamedTuple):
+    """The usual chunk of one choice, with a hole for its one varying string."""
+
+    head: str  # the payload up to the opening quote of the string
+    tail: str  # the payload after its closing quote (after the padding, if any)
+    pad: str | None  # between the string and the padding literal, when padded
+    choice: int
+    kind: TemplateKind
+    tool: int  # ARGUMENTS: the tool index
+    fields: Fields | None  # FIELDS: the Delta's fields, the text going in `slot`
+    slot: int
+    empty: Delta | None  # FIELDS: what a chunk with an empty text gives
+
+
+class Templates:
+    """A stream's templates and its learning schedule (see the module
+    docstring).
+
+    Attributes:
+        learnt: the templates, newest first.
+    """
+
+    __slots__ = ("_fresh", "_misses", "_wait", "learnt")
+
+    def __init__(self) -> None:
+        self.learnt: list[Template] = []
+        self._misses = 0  # usual chunks no template read since the last learning
+        self._wait = 0  # misses to wait for before learning again
+        self._fresh = False  # the newest template has matched no chunk yet
+
+    def fit(self, data: Any, out: list[Any]) -> bool:
+        """Read ``data`` by the first template it matches: its event is
+        appended to ``out`` and True returned.  Anything else (no template
+        matches, a literal that is not valid JSON, data that is not text)
+        returns False, having done nothing, and the payload is parsed."""
+        for head, tail, pad, choice, kind, tool, fields, slot, empty in self.learnt:
+            try:
+                if not data.startswith(head):  # AttributeError / TypeError: not text
+                    continue
+                value, end = _scanstring(data, len(head))  # ValueError: not a valid string
+                if pad is not None:
+                    if not data.startswith(pad, end):
+                        return False
+                    end = _scanstring(data, end + len(pad))[1]
+            except (AttributeError, TypeError, ValueError):
+                return False
+            if end + len(tail) != len(data) or not data.endswith(tail):
+                return False
+            if kind is _ARGUMENTS:
+                out.append(_new_arguments(choice, tool, value))
+            elif not value:
+                if empty is not None:
+                    out.append(empty)
+            elif fields is None:
+                out.append(_new_content(choice, value))
+            else:
+                text = list(fields)
+                text[slot] = value
+                out.append(_new_delta(choice, *text, None))
+            self._wait = 0  # a template reads chunks: learning may go on at once
+            self._fresh = False
+            return True
+        return False
+
+    def waiting(self) -> bool:
+        """Whether learning waits: then a usual chunk counts as a miss
+        without being looked at for a text (True)."""
+        if self._misses < self._wait and not self._fresh:
+            self._misses += 1
+            return True
+        return False
+
+    def clear(self) -> None:
+        """The stream will read no more chunks: let the templates go."""
+        self.learnt = []
+
+    def missed(self, data: str, chunk: dict[str, Any], choice: int, where: int | str, value: str) -> None:
+        """A usual chunk of ``choice`` that no template read was parsed:
+        let the newest template go if it missed its choice's chunk, and
+        learn this one's when learning is due.  ``where`` is the tool index
+        of an arguments fragment, or the delta member that holds ``value``."""
+        self._misses += 1
+        if self._misses <= self._wait and not self._fresh:
+            return
+        if self._fresh and self.learnt[0].choice == choice:
+            # The newest template missed the first usual chunk of its choice
+            # after it was learnt: the envelope moves, and it is let go.
+            del self.learnt[0]
+            self._fresh = False
+        if self._misses <= self._wait:
+            return
+        if not len(value) < len(data) <= SIZE:  # a large chunk
+            return
+        self._misses = 0
+        self._wait = min(4 * self._wait + 1, _PATIENCE)
+        template = learn(data, chunk, choice, where, value)
+        if template is not None and template not in self.learnt:
+            self.learnt.insert(0, template)
+            del self.learnt[LIMIT:]
+            self._fresh = True
+
+
+def learn(data: str, chunk: dict[str, Any], choice: int, where: int | str, value: str) -> Template | None:
+    """The template of ``data``, a payload whose only varying string is
+    ``value`` (see the module docstring), or None.  ``chunk`` is its parse,
+    of one choice ``choice``; ``where`` is the tool index of an arguments
+    fragment (alone in its delta, with its index) or the delta member that
+    holds the text (the other members hold none)."""
+    if value == _PROBE or chunk.get("usage") or "x_groq" in chunk or "error" in chunk:
+        return None
+    if chunk["choices"][0].get("logprobs") is not None:
+        return None
+    kind, tool, fields, slot, empty = TemplateKind.CONTENT, -1, None, -1, None
+    if isinstance(where, int):
+        kind, tool = TemplateKind.ARGUMENTS, where
+    else:
+        # What the delta gives with a text in this member, and with none.  The
+        # other members hold no text, so the two differ in one field only.
+        delta = chunk["choices"][0]["delta"]
+        probed = text_fields({**delta, where: _PROBE})
+        blank = text_fields({**delta, where: ""})
+        if probed != (_PROBE, None, None, None):
+            kind, fields, slot = TemplateKind.FIELDS, probed, probed.index(_PROBE)
+            empty = Delta(choice, *blank) if any(blank) else None
+    at, size = _literal(data, value)
+    if at < 0:
+        return None
+    head = data[: at + 1]
+    tail = data[at + size :]
+    probe_text = head + _PROBE + '"' + tail
+    pad_value = chunk.get(PAD)
+    pad = None
+    if type(pad_value) is str and pad_value != _PROBE_PAD:
+        b, pad_size = _literal(tail, pad_value)
+        if b >= 0:
+            pad = tail[: b + 1]
+            tail = tail[b + pad_size :]
+            probe_text = head + _PROBE + '"' + pad + _PROBE_PAD + '"' + tail
+    try:
+        probe, end = _parse(probe_text)
+        place = probe["choices"][0]["delta"]
+        member = where
+        if isinstance(where, int):
+            place, member = place["tool_calls"][0]["function"], "arguments"
+        if end != len(probe_text) or place[member] != _PROBE:
+            return None
+        if pad is not None and probe[PAD] != _PROBE_PAD:
+            return None
+    except (ValueError, RecursionError, LookupError, TypeError):
+        return None
+    return Template(head, tail, pad, choice, kind, tool, fields, slot, empty)
+
+
+def text_fields(delta: dict[str, Any]) -> Fields:
+    """A delta's content, role, reasoning and refusal as ``Delta`` holds them:
+    empty strings and other types count as absent (content "", the others
+    None); reasoning is ``reasoning_content``, else ``reasoning``."""
+    content = delta.get("content")
+    if type(content) is not str:
+        content = ""
+    role = delta.get("role")
+    if type(role) is not str or not role:
+        role = None
+    reasoning = delta.get("reasoning_content")
+    if type(reasoning) is not str or not reasoning:
+        reasoning = delta.get("reasoning")
+        if type(reasoning) is not str or not reasoning:
+            reasoning = None
+    refusal = delta.get("refusal")
+    if type(refusal) is not str or not refusal:
+        refusal = None
+    return content, role, reasoning, refusal
+
+
+def text_hole(choice: object) -> tuple[int, str, str] | None:
+    """``(index, member, text)`` when ``choice``, the only one of its chunk,
+    has an index and a delta with exactly one non-empty text member, no tool
+    calls and no finish: the text is all a template of the chunk would read.
+    Else None."""
+    if type(choice) is not dict or choice.get("finish_reason"):
+        return None
+    i = choice.get("index")
+    delta = choice.get("delta")
+    if type(i) is not int or type(delta) is not dict or delta.get("tool_calls"):
+        return None
+    found = None
+    for member in _TEXT:
+        text = delta.get(member)
+        if type(text) is str and text:
+            if found is not None:
+                return None
+            found = (i, member, text)
+    return found
+
+
+def _literal(text: str, value: str) -> tuple[int, int]:
+    """Where the last string literal of ``value`` in ``text`` starts, written
+    as JSON with or without escapes of non-ASCII characters, and its length;
+    (-1, 0) when neither is there."""
+    for literal in dict.fromkeys((_literal_of(value), _ascii_literal_of(value))):
+        at = text.rfind(literal)
+        if at >= 0:
+            return at, len(literal)
+    return -1, 0
