@@ -10,7 +10,9 @@ to the caller.
 Peers are imported lazily, so ``ssestate``'s own contenders run without them.
 
 * ``ssestate``: ``EventStreamParser`` fed chunk by chunk, drained after each
-  chunk, ``json.loads`` on every data payload but ``[DONE]``.
+  chunk with ``next_event`` bound once to a local (as a hot loop is written),
+  ``json.loads`` on every data payload but ``[DONE]``.  ``ssestate feed``:
+  the same with ``for event in parser.feed(chunk)``.
 * ``httpx-sse``: ``httpx_sse.EventSource(response).iter_sse()`` over a
   stand-in response whose ``iter_text()`` is httpx's own (httpx's
   ``TextDecoder`` + ``TextChunker``, as ``httpx.Response.iter_text`` runs
@@ -26,16 +28,10 @@ Peers are imported lazily, so ``ssestate``'s own contenders run without them.
   iterates the chunks, ``cast_to=ChatCompletionChunk``; every chunk object is
   built.  The client is never asked to connect.
 * ``ChatStream``: ``ssestate.ChatStream`` fed chunk by chunk, every event
-  drained (and so built) after each chunk.
-* floors: ``json.loads`` over the pre-split, already decoded payloads;
-  ``bytes.split(b"\\n\\n")`` over the whole body; and the *event floor*:
-  the caller's loop of ``ssestate`` (the same ``next_event`` calls, type test
-  and ``json.loads``) over events whose places in the stream are given in
-  advance, so that what it times beyond ``json.loads`` is only what no
-  framer can skip: decoding each event's bytes, building its
-  ``ServerSentEvent`` (as the parser builds them) and handing it out
-  by a method call, as each chunk completes it.  Nothing is searched,
-  buffered or checked, and chunks that complete no event are skipped.
+  drained (and so built) after each chunk, ``next_event`` bound once;
+  ``ChatStream feed``: the same with ``feed(chunk)``.
+* the json floor: ``json.loads`` over the pre-split, already decoded
+  payloads, the work no reader can skip.
 """
 
 from __future__ import annotations
@@ -45,7 +41,6 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from ssestate import CLOSED, NEED_DATA, ChatStream, EventStreamParser, ServerSentEvent
-from ssestate._events import _messages
 
 from .fixtures import DONE
 
@@ -57,31 +52,52 @@ Runner = Callable[[list[bytes]], int]
 
 def ssestate_json(chunks: list[bytes]) -> int:
     parser = EventStreamParser()
+    receive, next_event = parser.receive_data, parser.next_event  # bound once, as a hot loop does
     n = 0
     for chunk in chunks:
-        parser.receive_data(chunk)
-        while (event := parser.next_event()) is not NEED_DATA:
+        receive(chunk)
+        while (event := next_event()) is not NEED_DATA:
             if type(event) is ServerSentEvent and event.data != DONE:
                 json.loads(event.data)
                 n += 1
-    parser.receive_data(b"")
-    while (event := parser.next_event()) is not CLOSED:
+    receive(b"")
+    while (event := next_event()) is not CLOSED:
         if type(event) is ServerSentEvent and event.data != DONE:
             json.loads(event.data)
             n += 1
     return n
 
 
+def ssestate_feed_json(chunks: list[bytes]) -> int:
+    feed = EventStreamParser().feed
+    n = 0
+    for chunk in [*chunks, b""]:
+        for event in feed(chunk):
+            if type(event) is ServerSentEvent and event.data != DONE:
+                json.loads(event.data)
+                n += 1
+    return n
+
+
 def chatstream(chunks: list[bytes]) -> int:
     stream = ChatStream()
+    receive, next_event = stream.receive_data, stream.next_event
     n = 0
     for chunk in chunks:
-        stream.receive_data(chunk)
-        while stream.next_event() is not NEED_DATA:
+        receive(chunk)
+        while next_event() is not NEED_DATA:
             n += 1
-    stream.receive_data(b"")
-    while stream.next_event() is not CLOSED:
+    receive(b"")
+    while next_event() is not CLOSED:
         n += 1
+    return n
+
+
+def chatstream_feed(chunks: list[bytes]) -> int:
+    feed = ChatStream().feed
+    n = 0
+    for chunk in [*chunks, b""]:
+        n += len(feed(chunk))
     return n
 
 
@@ -94,72 +110,6 @@ def json_floor(payloads: tuple[str, ...]) -> Callable[[], int]:
         for p in payloads:
             loads(p)
         return len(payloads)
-
-    return floor
-
-
-def split_floor(body: bytes) -> Callable[[], int]:
-    def floor() -> int:
-        return len(body.split(b"\n\n"))
-
-    return floor
-
-
-def completed_events(chunks: list[bytes]) -> list[list[bytes]]:
-    """For each chunk, the data (undecoded) of the events whose last byte it
-    brings.  The body must be made of one-line ``data: `` events only, each
-    followed by a blank line (every chat fixture is)."""
-    groups: list[list[bytes]] = []
-    tail = b""
-    for piece in chunks:
-        tail += piece
-        blocks = tail.split(b"\n\n")
-        tail = blocks.pop()
-        if not all(b.startswith(b"data: ") and b"\n" not in b for b in blocks):
-            raise ValueError("the event floor needs a body of one-line data events")
-        groups.append([b[6:] for b in blocks])
-    if tail:
-        raise ValueError("the event floor needs a body that ends with a blank line")
-    return groups
-
-
-class _GivenEvents:
-    """Hands out, one per ``next_event`` call, the events of each group it
-    receives: decoded and built as ``EventStreamParser`` builds them."""
-
-    __slots__ = ("_queue",)
-
-    def __init__(self) -> None:
-        self._queue: Iterator[ServerSentEvent] = iter(())
-
-    def receive(self, group: list[bytes]) -> None:
-        events: list[ServerSentEvent] = []
-        _messages(events, list(map(bytes.decode, group)), "")
-        self._queue = iter(events)
-
-    def next_event(self) -> ServerSentEvent | object:
-        for event in self._queue:
-            return event
-        return NEED_DATA
-
-
-def event_floor(chunks: list[bytes]) -> Callable[[], int]:
-    # Chunks that complete no event cost a framer at least one call; the
-    # floor skips them altogether.
-    groups = [group for group in completed_events(chunks) if group]
-
-    def floor() -> int:
-        # The caller's loop of ssestate_json, written out again so that the
-        # two pay the same per event (a shared helper would add a call).
-        source = _GivenEvents()
-        n = 0
-        for group in groups:
-            source.receive(group)
-            while (event := source.next_event()) is not NEED_DATA:
-                if type(event) is ServerSentEvent and event.data != DONE:
-                    json.loads(event.data)
-                    n += 1
-        return n
 
     return floor
 

@@ -3,7 +3,9 @@
 Theory of operation: for each chat-shaped stream (one answer, two parallel
 tool calls, ``n=2``) and each chunk size, one *cell* races
 
-* ``ChatStream``: bytes in, every typed event built and handed out;
+* ``ChatStream``: bytes in, every typed event built and handed out, as
+  callers write the loop: ``next_event`` bound once to a local, and
+  ``feed`` (``ChatStream feed``);
 * the peers' framing + ``json.loads`` (httpx-sse, sseclient-py, the openai
   SDK's SSE decoder), which decode the same JSON but build no events;
 * ``openai.Stream`` as the SDK hands it to users, which builds one
@@ -54,11 +56,15 @@ from .fixtures import (
 
 PEERS = ["httpx-sse", "sseclient-py", "openai-decoder", "openai-Stream"]
 MOVING = "ChatStream, moving envelope"
-ORDER = ["ChatStream", MOVING, *PEERS, "json floor"]
+OURS = ["ChatStream", "ChatStream feed"]
+ORDER = [*OURS, MOVING, *PEERS, "json floor"]
 
-# Targets of the chat-layer issue.
-TARGET_VS_JSON = 1.4
+# Targets: ChatStream within 0.85x of the json floor on chat, tool and n2,
+# at 1460-byte chunks and on whole bodies; never slower than the fastest
+# peer at every chunk size but 1 byte, where only feed() must be.
+TARGET_VS_JSON = 0.85
 TARGET_CHUNKS = ("whole", "1460")
+PEER_CHUNKS = ("whole", "64KiB", "1460", "37")
 TARGET_PEAK_X = 4.0  # peak memory / largest event
 TARGET_IDLE = 1024  # bytes per idle ChatStream
 IDLE_COUNT = 10_000
@@ -107,6 +113,7 @@ def _cell(fx: Fixture, label: str, scale: Scale, sdk: c.Runner) -> Cell:
     chunks = chunk(fx.body, CHUNK_SIZES[label])
     runners: dict[str, c.Runner] = {
         "ChatStream": c.chatstream,
+        "ChatStream feed": c.chatstream_feed,
         "httpx-sse": c.httpx_sse_json,
         "sseclient-py": c.sseclient_json,
         "openai-decoder": c.openai_decoder_json,
@@ -114,7 +121,7 @@ def _cell(fx: Fixture, label: str, scale: Scale, sdk: c.Runner) -> Cell:
     }
     n_json = len(fx.json_payloads)
     expect = dict.fromkeys([*runners, "json floor"], n_json)
-    expect["ChatStream"] = c.chatstream([fx.body])  # the events of the whole body
+    expect["ChatStream"] = expect["ChatStream feed"] = c.chatstream([fx.body])  # the events of the whole body
     contenders: dict[str, Callable[[], int]] = {name: (lambda run=run: run(chunks)) for name, run in runners.items()}
     contenders["json floor"] = c.json_floor(fx.json_payloads)
     moved = chunk(moving_envelope(fx).body, CHUNK_SIZES[label])
@@ -254,44 +261,48 @@ def report(results: dict[str, Any]) -> tuple[str, dict[str, Any]]:
     verdicts: list[Verdict] = []
     for cell in cells:
         fastest = cell.fastest(PEERS)
-        vs_json = cell.ratio("ChatStream", "json floor")
+        ratios = {name: (cell.ratio(name, "json floor"), cell.ratio(name, fastest)) for name in OURS}
         moving_vs_json = cell.ratio(MOVING, "json floor")
-        vs_peer = cell.ratio("ChatStream", fastest)
         sdk = cell.ratio("openai-Stream", "ChatStream")
         d = cell.as_dict()
         d.update(
-            chatstream_vs_json=vs_json,
+            chatstream_vs_json=ratios["ChatStream"][0],
+            chatstream_feed_vs_json=ratios["ChatStream feed"][0],
             moving_envelope_vs_json=moving_vs_json,
             fastest_peer=fastest,
-            chatstream_vs_fastest_peer=vs_peer,
+            chatstream_vs_fastest_peer=ratios["ChatStream"][1],
+            chatstream_feed_vs_fastest_peer=ratios["ChatStream feed"][1],
             sdk_stream_vs_chatstream=sdk,
         )
-        if cell.chunk in TARGET_CHUNKS:
-            verdicts.append(
-                (
-                    f"{cell.stream} @ {cell.chunk}: ChatStream <= {TARGET_VS_JSON}x json floor",
-                    vs_json,
-                    cell.best_ratio("ChatStream", "json floor"),
-                    vs_json <= TARGET_VS_JSON,
+        for name in OURS:
+            vs_json, vs_peer = ratios[name]
+            if cell.chunk in TARGET_CHUNKS:
+                verdicts.append(
+                    (
+                        f"{cell.stream} @ {cell.chunk}: {name} <= {TARGET_VS_JSON}x json floor",
+                        vs_json,
+                        cell.best_ratio(name, "json floor"),
+                        vs_json <= TARGET_VS_JSON,
+                    )
                 )
-            )
-        verdicts.append(
-            (
-                f"{cell.stream} @ {cell.chunk}: not slower than fastest peer ({fastest})",
-                vs_peer,
-                cell.best_ratio("ChatStream", fastest),
-                vs_peer <= 1.0,
-            )
-        )
+            if cell.chunk in PEER_CHUNKS or name == "ChatStream feed":
+                verdicts.append(
+                    (
+                        f"{cell.stream} @ {cell.chunk}: {name} not slower than fastest peer ({fastest})",
+                        vs_peer,
+                        cell.best_ratio(name, fastest),
+                        vs_peer <= 1.0,
+                    )
+                )
         rows.append(
             [
                 cell.stream,
                 cell.chunk,
                 *(f"{cell.mb_per_s(n):.1f}" for n in ORDER),
-                f"{vs_json:.2f}",
+                *(f"{ratios[n][0]:.2f}" for n in OURS),
                 f"{moving_vs_json:.2f}",
                 f"{cell.ratio(fastest, 'json floor'):.2f} {fastest}",
-                f"{vs_peer:.2f}",
+                *(f"{ratios[n][1]:.2f}" for n in OURS),
                 f"{sdk:.1f}x",
             ]
         )
@@ -300,10 +311,10 @@ def report(results: dict[str, Any]) -> tuple[str, dict[str, Any]]:
         "stream",
         "chunk",
         *(f"{n} MB/s" for n in ORDER),
-        "ChatStream/json",
+        *(f"{n}/json" for n in OURS),
         "moving/json",
         "fastest peer/json",
-        "ChatStream/peer",
+        *(f"{n}/peer" for n in OURS),
         "SDK Stream/ChatStream",
     ]
     text = [
