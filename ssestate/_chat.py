@@ -48,9 +48,10 @@ __all__ = ["ChatStream"]
 _STREAMING = ChatState.STREAMING
 # The most bytes without a line terminator a stream keeps before its parser
 # sees them (see _stage): enough to spare the parser call for nearly every
-# byte of a body fed a byte at a time, few enough that an event that
-# outgrows max_event_size is reported at most this many bytes late.
-_STAGE = 64
+# chunk that ends no line when chunks are small (a byte, a few dozen), few
+# enough that an event that outgrows max_event_size is reported at most
+# this many bytes late.
+_STAGE = 1024
 
 
 class ChatStream:
@@ -98,8 +99,10 @@ class ChatStream:
         media = content_type.partition(";")[0].strip().lower()
         streaming = 200 <= status_code < 300 and media == "text/event-stream"
         self._state = _STREAMING if streaming else ChatState.BUFFERING
-        self._body = bytearray()  # the body, while BUFFERING
-        self._queue: deque[ChatEvent] = deque()
+        self._body: bytearray | None = None  # the body, while BUFFERING
+        # Events not handed out yet: created when the first ones wait (an
+        # empty deque is most of an idle stream's memory).
+        self._queue: deque[ChatEvent] | None = None
         self._fault: RemoteProtocolError | None = None
         # Bytes that end no line cannot complete an event: while streaming,
         # they wait here (up to _stage_room bytes, 0 in every other state)
@@ -152,10 +155,14 @@ class ChatStream:
             and not (10 in data or 13 in data)  # no line ends: the bytes can wait (see _stage)
         ):
             stage += data
-        elif self._state is _STREAMING:
-            self._queue.extend(self._stream(data))
-        else:
+        elif self._state is not _STREAMING:
             self._receive(data)
+        elif stage or not data:
+            self._push(self._stream(data))
+        elif items := self._parser.feed_data(data):
+            out: list[Any] = []
+            self._read(items, out)
+            self._push(out)
 
     def next_event(self) -> ChatEvent | Sentinel:
         """Return the next chat event, ``NEED_DATA`` or ``CLOSED``.
@@ -196,7 +203,13 @@ class ChatStream:
                 stage += data
                 return []
         elif self._state is _STREAMING and not self._queue:
-            out = self._stream(data)
+            if stage or not data:
+                out = self._stream(data)
+            elif items := self._parser.feed_data(data):
+                out = []
+                self._read(items, out)
+            else:
+                return []
             if out or self._fault is None:
                 return out
             return self._drain()
@@ -287,6 +300,8 @@ class ChatStream:
         if state is not ChatState.BUFFERING:
             return  # after [DONE], or after a fault: nothing more is read
         if data:
+            if self._body is None:
+                self._body = bytearray()
             body = self._body
             body += data
             limit = self._parser.max_event_size
@@ -297,10 +312,10 @@ class ChatStream:
                     len(body),
                 )
                 self._move(Input.FAULT)
-                self._body = bytearray()
+                self._body = None
             return
-        self._queue.extend(read_body(self._body, self.status_code, self.content_type, self._reader))
-        self._body = bytearray()
+        self._push(read_body(self._body or b"", self.status_code, self.content_type, self._reader))
+        self._body = None
 
     def _empty(self) -> Sentinel:
         """``next_event`` with nothing queued: the sentinel of the state, or
@@ -315,11 +330,23 @@ class ChatStream:
             return CLOSED
         raise fresh(cast("RemoteProtocolError", self._fault))  # FAILED: entered with the fault set
 
+    def _push(self, events: list[Any]) -> None:
+        """Queue events for ``next_event``."""
+        if events:
+            if self._queue is None:
+                self._queue = deque()
+            self._queue.extend(events)
+
+    def _take(self) -> list[Any]:
+        """Every queued event, the queue let go."""
+        events = list(self._queue or ())
+        self._queue = None
+        return events
+
     def _drain(self) -> list[Any]:
         """Everything queued, for ``feed``; with nothing queued, the error
         that waits behind the events handed out is raised."""
-        events = list(self._queue)
-        self._queue.clear()
+        events = self._take()
         if events:
             if self._state is ChatState.ENDED:
                 self._move(Input.DRAINED)

@@ -73,6 +73,20 @@ class _Unreadable(Exception):
     """A chunk nested too deeply to read (raised inside ``_chunk``)."""
 
 
+class _ToolPlaces:
+    """Where a choice's tool calls are, for the calls that come without an
+    index (SPEC §3): the id held at each index, the index an id-less
+    fragment at an array position continues, and the next index no call of
+    the choice holds."""
+
+    __slots__ = ("free", "ids", "where")
+
+    def __init__(self) -> None:
+        self.ids: dict[tuple[int, int], str] = {}  # (choice, tool index) -> id
+        self.where: dict[tuple[int, int], int] = {}  # (choice, array position) -> tool index
+        self.free: dict[int, int] = {}  # choice -> next free tool index
+
+
 class ChunkReader:
     """Read OpenAI Chat Completions chunks (see the module docstring).
 
@@ -90,9 +104,7 @@ class ChunkReader:
 
     __slots__ = (
         "_missing",
-        "_next_tool",
-        "_tool_ids",
-        "_tool_pos",
+        "_tools",
         "created",
         "finish",
         "locate",
@@ -115,13 +127,9 @@ class ChunkReader:
         self.finish: dict[int, str | None] = {}
         self.templates = Templates()
         self.truncated = False
-        # For tool calls that come without an index: (choice, tool index) ->
-        # the id held there; (choice, array position) -> the tool index an
-        # id-less fragment there continues; choice -> the next index no call
-        # of that choice holds.
-        self._tool_ids: dict[tuple[int, int], str] = {}
-        self._tool_pos: dict[tuple[int, int], int] = {}
-        self._next_tool: dict[int, int] = {}
+        # Where tool calls are, for those that come without an index (made
+        # at the first tool call).
+        self._tools: _ToolPlaces | None = None
 
     def read(self, items: list[Any], out: list[Any], first: int = 0) -> Input | RemoteProtocolError | None:
         """Append the chat events of ``items`` to ``out``.  Returns
@@ -258,7 +266,7 @@ class ChunkReader:
                 index = self._place(choice, pos, call_id)
             else:
                 if call_id is not None:
-                    self._tool_ids.setdefault((choice, index), call_id)
+                    self._places().ids.setdefault((choice, index), call_id)
                 self._tool_seen(choice, index)
             fn = call.get("function")
             name = args = None
@@ -274,26 +282,33 @@ class ChunkReader:
     def _tool_seen(self, choice: int, index: int) -> None:
         """A call of ``choice`` holds ``index``: a call without an index that
         starts later must take a higher one."""
-        if index >= self._next_tool.get(choice, 0):
-            self._next_tool[choice] = index + 1
+        free = (self._tools or self._places()).free
+        if index >= free.get(choice, 0):
+            free[choice] = index + 1
 
     def _place(self, choice: int, pos: int, call_id: str | None) -> int:
         """The tool index of a call that came without one: its array position,
         unless it carries an id other than the one held there, which starts a
         new call at the next index no call of the choice holds (and later
         id-less fragments at that position continue the new call)."""
-        ids, where = self._tool_ids, self._tool_pos
+        places = self._places()
+        ids, where = places.ids, places.where
         index = where.get((choice, pos), pos)
         if call_id is not None:
             held = ids.get((choice, index))
             if held is None:
                 ids[(choice, index)] = call_id
             elif held != call_id:
-                index = self._next_tool.get(choice, 0)
+                index = places.free.get(choice, 0)
                 ids[(choice, index)] = call_id
                 where[(choice, pos)] = index
         self._tool_seen(choice, index)
         return index
+
+    def _places(self) -> _ToolPlaces:
+        if self._tools is None:
+            self._tools = _ToolPlaces()
+        return self._tools
 
     def _usage_and_error(self, chunk: dict[str, Any], usage: object, data: str, out: list[Any]) -> None:
         """A chunk's ``Usage`` (or Groq's ``x_groq.usage``), then its error."""

@@ -131,7 +131,9 @@ class EventStreamParser:
         self.retry: int | None = None
         self._state = _OPEN
         self._buf = ReceiveBuffer()
-        self._queue: deque[FramingEvent] = deque()
+        # Events not handed out yet: created when the first ones wait (an
+        # empty deque is most of an idle parser's memory).
+        self._queue: deque[FramingEvent] | None = None
         self._fault: RemoteProtocolError | None = None
         # The open block: its data lines (bytes), type, retry, the bytes it
         # keeps and where it began; the id buffer outlives blocks.
@@ -170,7 +172,7 @@ class EventStreamParser:
             buf = self._buf
             buf += data
             if 10 in data or 13 in data or len(buf) > self._room:
-                self._queue.extend(self._read(False))
+                self._push(self._read(False))
             return
         self._receive(data, False)
 
@@ -237,8 +239,7 @@ class EventStreamParser:
                 return items
             return []
         self._receive(data, True)
-        queued: list[Any] = list(self._queue)
-        self._queue.clear()
+        queued: list[Any] = self._take()
         if self._state is ParserState.FAILED:
             queued.append(self._fault)
         if self._state is not _OPEN and self._state is not ParserState.CLOSED:
@@ -296,15 +297,27 @@ class EventStreamParser:
             buf = self._buf
             buf += data
             if 10 in data or 13 in data or len(buf) > self._room:
-                self._queue.extend(self._read(data_only))
+                self._push(self._read(data_only))
             return
-        self._queue.extend(self._finish())
+        self._push(self._finish())
+
+    def _push(self, events: list[Any]) -> None:
+        """Queue events for ``next_event``."""
+        if events:
+            if self._queue is None:
+                self._queue = deque()
+            self._queue.extend(events)
+
+    def _take(self) -> list[Any]:
+        """Every queued event, the queue let go."""
+        events = list(self._queue or ())
+        self._queue = None
+        return events
 
     def _drain(self) -> list[Any]:
         """Everything queued, for ``feed``; with nothing queued, the error
         that waits behind the events handed out is raised."""
-        events = list(self._queue)
-        self._queue.clear()
+        events = self._take()
         if events:
             if self._state is ParserState.ENDED:
                 self._move(Input.DRAINED)
@@ -415,28 +428,6 @@ class EventStreamParser:
                 else:
                     out += [_new_event("message", text, ident, None) for text in texts]
                 return
-        elif (
-            not self._open
-            and lf.startswith(b"data: ")
-            and lf.find(b"\n") == len(lf) - 1
-            and len(lf) <= self.max_event_size
-        ):
-            # A lone data line (small chunks): it opens a block that a later
-            # blank line ends.
-            value = lf[6:-1]
-            self._data = [value]
-            self._kept = len(value) + 1
-            self._open = True
-            self._block_start = self._buf.offset - len(lines)
-            return
-        elif lf == b"\n" and self._open:
-            # A lone blank line (small chunks, or a server that writes it on
-            # its own): it ends the open block.
-            self.last_event_id = self._id
-            if self._data:
-                out.append(_dispatched(self._data, self._type, self._id, self._retry, data_only))
-            self._end_block()
-            return
         # Blank lines outside a block do nothing: a run of them at the start
         # of the batch is skipped at C speed (the line loop counts lines from
         # after it).
@@ -569,14 +560,6 @@ class EventStreamParser:
         self.last_event_id = last_id
         self._block_start = start
         return None
-
-    def _end_block(self) -> None:
-        """A blank line ended the open block: its state starts afresh."""
-        self._open = False
-        self._data = []
-        self._type = ""
-        self._type_size = self._id_size = self._kept = 0
-        self._retry = None
 
     def _retry_value(self, digits: bytes | bytearray, current: int | None) -> int | None:
         """Honour a ``retry`` value, unless int() refuses it as too long
