@@ -44,6 +44,7 @@ Each capture is checked three ways, so that a slip in any one place shows:
 
 from __future__ import annotations
 
+import base64
 import json
 from collections.abc import Iterable, Mapping
 from pathlib import Path
@@ -312,6 +313,32 @@ def test_captures_keep_the_habits_they_are_named_for() -> None:
     assert body.endswith(b'"status": "UNAVAILABLE"\n  }\n}\n')
     for name in ("gemini/usage-without-counts", "gemini/function-call-no-args", "gemini/error-after-stop-raw-json"):
         assert all("index" not in c for p in payloads(load(name)[0]) for c in p.get("candidates", [])), name
+
+
+OPAQUE_KEYS = {"encrypted_content", "signature", "data", "thoughtSignature", "encrypted_index"}
+
+
+def opaque_values(obj: Any) -> Iterable[tuple[str, str]]:
+    """Every non-empty string under a key that holds opaque continuation data."""
+    if isinstance(obj, dict):
+        for key, value in obj.items():
+            if key in OPAQUE_KEYS and isinstance(value, str) and value:
+                yield key, value
+            else:
+                yield from opaque_values(value)
+    elif isinstance(obj, list):
+        for value in obj:
+            yield from opaque_values(value)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_opaque_continuation_data_is_base64(name: str) -> None:
+    """Signatures and ciphertexts must survive an SDK that decodes them
+    (google-genai validates thoughtSignature as base64)."""
+    body, _ = load(name)
+    for key, value in opaque_values(payloads(body)):
+        alphabet = "-_" if key == "encrypted_content" else "+/"
+        assert base64.b64decode(value, altchars=alphabet.encode(), validate=True), (key, value[:20])
 
 
 # --- 2. the events against the contract ----------------------------------------------------------
