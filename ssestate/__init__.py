@@ -10,6 +10,7 @@ from ._chat import ChatStream
 from ._encode import DONE_BYTES, encode, encode_chunk
 from ._events import (
     ChatEvent,
+    Continuation,
     Delta,
     Done,
     Finish,
@@ -39,6 +40,7 @@ __all__ = (
     "ChatState",
     "ChatStream",
     "Choice",
+    "Continuation",
     "Delta",
     "Done",
     "EventStreamParser",

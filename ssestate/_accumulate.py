@@ -42,7 +42,19 @@ import json
 from collections.abc import Callable, Mapping
 from typing import Any, Literal
 
-from ._events import ChatEvent, Delta, Done, Finish, Heartbeat, StreamError, ToolCallFragment, Truncated, Usage
+from ._events import (
+    ChatEvent,
+    Continuation,
+    Delta,
+    Done,
+    Finish,
+    Heartbeat,
+    StreamError,
+    ToolCallFragment,
+    Truncated,
+    Usage,
+)
+from ._replay import replay
 from ._util import Sentinel
 
 __all__ = ["Accumulator", "Choice", "Outcome", "ToolArgumentsError", "ToolCall"]
@@ -158,6 +170,8 @@ class Choice:
         native_finish_reason: the server's own word for it when
             ``finish_reason`` was mapped from another API's vocabulary
             (``Finish.native``), else None.
+        continuations: the ``Continuation`` events of the choice, in order:
+            what its API wants back in the next request.
         logprobs: the ``logprobs.content`` token entries of every fragment,
             concatenated; None when no fragment carried any.
     """
@@ -167,6 +181,7 @@ class Choice:
         "_reasoning",
         "_refusal",
         "_tools",
+        "continuations",
         "finish_reason",
         "index",
         "logprobs",
@@ -179,6 +194,7 @@ class Choice:
         self.role: str | None = None
         self.finish_reason: str | None = None
         self.native_finish_reason: str | None = None
+        self.continuations: list[Continuation] = []
         self.logprobs: list[Any] | None = None
         self._content: list[str] = []
         self._reasoning: list[str] = []
@@ -322,35 +338,30 @@ class Accumulator:
             return "filtered"
         return "complete"
 
-    def message(self, choice: int = 0, *, reasoning_key: str | None = None) -> dict[str, Any]:
-        """Return one choice as an assistant message dict, ready to append to
-        the ``messages`` of the next request.
-
-        ``content`` is None when the choice made tool calls and said nothing
-        (the API accepts that only beside ``tool_calls``); ``refusal`` and
-        ``tool_calls`` appear when present.  Reasoning text is left out
-        unless ``reasoning_key`` names the field to put it in (some servers
-        want it back as ``reasoning_content``, most reject it).
+    def message(self, choice: int = 0, *, reasoning_key: str | None = None, dialect: str = "openai-chat") -> Any:
+        """Return one choice as the assistant's turn, ready to send back in
+        the next request of ``dialect``'s API (see ``_replay.py``): for
+        Chat Completions (the default) a message dict whose ``content`` is
+        None when the choice only made tool calls, with ``refusal`` and
+        ``tool_calls`` when present; for the Responses API a list of input
+        items; for Anthropic and Gemini a message with content blocks or
+        parts, the continuation data (thinking signatures, redacted
+        thinking, thought signatures, encrypted reasoning) in place.
+        Reasoning text is left out of a Chat Completions message unless
+        ``reasoning_key`` names the field to put it in (some servers want it
+        back as ``reasoning_content``, most reject it).
 
         Raises:
             KeyError: no event for choice ``choice`` was fed.
+            ValueError: ``dialect`` is not one ssestate reads.
+            ToolArgumentsError: a tool call's arguments are not JSON, for an
+                API that takes them parsed (Anthropic, Gemini).
         """
         try:
             c = self._choices[choice]
         except KeyError:
             raise KeyError(f"no choice {choice} in this stream (choices seen: {sorted(self._choices)})") from None
-        calls = c.tool_calls
-        content = c.content
-        msg: dict[str, Any] = {"role": c.role or "assistant", "content": content if content or not calls else None}
-        refusal = c.refusal
-        if refusal is not None:
-            msg["refusal"] = refusal
-        if calls:
-            msg["tool_calls"] = [call.to_dict() for call in calls]
-        reasoning = c.reasoning
-        if reasoning_key is not None and reasoning is not None:
-            msg[reasoning_key] = reasoning
-        return msg
+        return replay(c, dialect, reasoning_key)
 
     def _unfinished(self) -> bool:
         return any(choice.finish_reason is None for choice in self._choices.values())
@@ -386,6 +397,12 @@ class Accumulator:
         if self.error is None:
             self.error = event
 
+    def _on_continuation(self, event: Continuation) -> None:
+        choice = self._choices.get(event.choice)
+        if choice is None:
+            choice = self._choices[event.choice] = Choice(event.choice)
+        choice.continuations.append(event)
+
     def _ignore(self, event: object) -> None:
         pass
 
@@ -396,6 +413,7 @@ _HANDLERS: dict[type, Callable[[Accumulator, Any], None]] = {
     Done: Accumulator._on_done,
     Truncated: Accumulator._on_truncated,
     StreamError: Accumulator._on_error,
+    Continuation: Accumulator._on_continuation,
     Heartbeat: Accumulator._ignore,
     Sentinel: Accumulator._ignore,
 }

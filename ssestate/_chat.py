@@ -37,7 +37,7 @@ from collections import deque
 from typing import Any, cast
 
 from ._body import read_body
-from ._chunks import ChunkReader
+from ._dialects import DIALECTS, READERS, AutoReader
 from ._events import ChatEvent
 from ._framing import DEFAULT_MAX_EVENT_SIZE, EventStreamParser
 from ._state import CHAT_TRANSITIONS, ChatState, Input, transition
@@ -64,6 +64,9 @@ class ChatStream:
             not JSON (True) or skip it (False).
         max_event_size: passed to the ``EventStreamParser``; also bounds a
             body that is not an event stream.
+        dialect: the API whose stream this is (SPEC §3b): "openai-chat",
+            "openai-responses", "anthropic", "gemini", or "auto" (the
+            default), which decides on the first payload.
 
     Attributes:
         status_code, content_type, strict: as given.
@@ -90,12 +93,17 @@ class ChatStream:
         content_type: str = "text/event-stream",
         strict: bool = True,
         max_event_size: int = DEFAULT_MAX_EVENT_SIZE,
+        dialect: str = "auto",
     ) -> None:
+        if dialect not in DIALECTS:
+            raise ValueError(f"dialect must be one of {', '.join(DIALECTS)}; got {dialect!r}")
         self.status_code = status_code
         self.content_type = content_type
         self.strict = strict
-        self._parser = EventStreamParser(max_event_size)
-        self._reader = ChunkReader(strict, self._parser.dispatch_offset)
+        # Gemini writes errors as raw JSON lines: the parser hands them on.
+        self._parser = EventStreamParser(max_event_size, unknown_lines=dialect in ("auto", "gemini"))
+        reader_class = AutoReader if dialect == "auto" else READERS[dialect]
+        self._reader = reader_class(strict, self._parser.dispatch_offset)
         media = content_type.partition(";")[0].strip().lower()
         streaming = 200 <= status_code < 300 and media == "text/event-stream"
         self._state = _STREAMING if streaming else ChatState.BUFFERING
@@ -115,6 +123,12 @@ class ChatStream:
     def state(self) -> ChatState:
         """Where the stream stands (see ``ChatState``)."""
         return self._state
+
+    @property
+    def dialect(self) -> str:
+        """The API being read: the one given, or with ``"auto"`` the one
+        found on the first payload ("auto" until then)."""
+        return self._reader.dialect
 
     @property
     def response_id(self) -> str | None:
@@ -281,7 +295,10 @@ class ChatStream:
 
     def _read(self, items: list[Any], out: list[Any]) -> None:
         """Read what the parser dispatched; ``[DONE]`` and faults move the state."""
-        stop = self._reader.read(items, out)
+        reader = self._reader
+        stop = reader.read(items, out)
+        if type(reader) is AutoReader and reader.decided is not None:
+            self._reader = reader.decided  # the API is known: its reader reads on
         if stop is None:
             return
         if isinstance(stop, RemoteProtocolError):
@@ -316,6 +333,9 @@ class ChatStream:
             return
         self._push(read_body(self._body or b"", self.status_code, self.content_type, self._reader))
         self._body = None
+        reader = self._reader
+        if type(reader) is AutoReader and reader.decided is not None:
+            self._reader = reader.decided
 
     def _empty(self) -> Sentinel:
         """``next_event`` with nothing queued: the sentinel of the state, or

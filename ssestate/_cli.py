@@ -48,6 +48,7 @@ from ._accumulate import Accumulator, ToolArgumentsError, ToolCall
 from ._chat import ChatStream
 from ._events import (
     ChatEvent,
+    Continuation,
     Delta,
     Done,
     Finish,
@@ -983,6 +984,8 @@ def _describe_event(ev: ChatEvent) -> tuple[str, str, str]:
         return "Heartbeat", _short(ev.comment), "dim"
     if isinstance(ev, Truncated):
         return "Truncated", f"{ev.reason}, {ev.pending} bytes pending", "red"
+    if isinstance(ev, Continuation):
+        return "Continuation", f"#{ev.choice} {ev.kind}", "dim"
     return "StreamError", f"status={ev.status} code={ev.code} type={ev.type} {_short(ev.message, 80)}", "red"
 
 

@@ -27,6 +27,7 @@ from typing import Any, TypeVar
 
 __all__ = [
     "ChatEvent",
+    "Continuation",
     "Delta",
     "Done",
     "Finish",
@@ -139,7 +140,25 @@ class StreamError:
     body: object = dataclasses.field(default=None, hash=False)
 
 
-ChatEvent = Delta | ToolCallFragment | Finish | Usage | Done | Heartbeat | Truncated | StreamError
+@dataclasses.dataclass(frozen=True, slots=True)
+class Continuation:
+    """Opaque data of a choice that its API wants back in the next request,
+    so that the assembled message can be sent again: an Anthropic thinking
+    block with its signature, redacted thinking, a Gemini thought signature,
+    a Responses reasoning item with its encrypted content.
+
+    ``kind`` names it ("thinking", "redacted_thinking", "thought_signature",
+    "reasoning_item"), ``data`` is what the wire sent (kept whole), and
+    ``index`` is the block, output item or tool call it belongs to.
+    """
+
+    choice: int
+    kind: str
+    data: object = dataclasses.field(default=None, hash=False)
+    index: int | None = None
+
+
+ChatEvent = Delta | ToolCallFragment | Finish | Usage | Done | Heartbeat | Truncated | StreamError | Continuation
 
 _T = TypeVar("_T")
 

@@ -48,8 +48,8 @@ oversized event began, where an item was dispatched for a layer above)
 recompute it from the batch's bytes.
 
 The layers above (``ChatStream``) read through one batch method,
-``feed_data``: every item one call dispatches, with the data of plain
-"message" events as bare strings, and a fault as the last item.
+``feed_data``: every item one call dispatches, events as their bare data
+(but ``event: error``), and a fault as the last item.
 """
 
 from __future__ import annotations
@@ -58,14 +58,14 @@ import copy
 import re
 from collections import deque
 from collections.abc import Iterable
-from typing import Any, Union, cast
+from typing import Any, NamedTuple, Union, cast
 
 from ._buffer import ReceiveBuffer
 from ._events import Heartbeat, ServerSentEvent, Truncated, _fast
 from ._state import PARSER_TRANSITIONS, Input, ParserState, transition
 from ._util import CLOSED, NEED_DATA, LocalProtocolError, RemoteProtocolError, Sentinel, fresh
 
-__all__ = ["DEFAULT_MAX_EVENT_SIZE", "EventStreamParser", "FramingEvent"]
+__all__ = ["DEFAULT_MAX_EVENT_SIZE", "EventStreamParser", "FramingEvent", "UnknownLine"]
 
 # 16 MiB: far above any chat-completion chunk (a few hundred bytes; a whole
 # non-streamed tool call rarely exceeds a few hundred KiB) and still small
@@ -75,16 +75,26 @@ DEFAULT_MAX_EVENT_SIZE = 16 * 1024 * 1024
 FramingEvent = Union[ServerSentEvent, Heartbeat, Truncated]
 # What feed_data hands a layer above: the data of "message" events as str,
 # a huge one's undecoded bytes, other events, and a fault last.
-Item = Union[str, bytearray, ServerSentEvent, Heartbeat, Truncated, RemoteProtocolError]
+Item = Union[str, bytearray, ServerSentEvent, Heartbeat, Truncated, RemoteProtocolError, "UnknownLine"]
 
 # An owning layer gets the data of an event at least this large as its bytes,
 # undecoded (a bytearray), so that it can read it without holding its text
 # whole (see _large.py).
 HUGE = 32 * 1024
 _TERMINATOR = re.compile(rb"\r\n|\r|\n")
+_FIELDS = (b"data", b"event", b"id", b"retry")
 _new_event = _fast(ServerSentEvent)
 _new_heartbeat = _fast(Heartbeat)
 _OPEN = ParserState.OPEN
+
+
+class UnknownLine(NamedTuple):
+    """A line whose field name the parser does not know, as ``feed_data``
+    hands it on to a layer that asked for such lines: the WHATWG algorithm
+    ignores them, but a peer may write unframed text inside a stream (Gemini
+    writes an error that way).  ``text`` is the whole line, decoded."""
+
+    text: str
 
 
 class EventStreamParser:
@@ -93,6 +103,9 @@ class EventStreamParser:
     Args:
         max_event_size: the most bytes an unfinished event may make the
             parser keep (see the module docstring); default 16 MiB.
+        unknown_lines: ``feed_data`` also hands on each line whose field
+            name the parser does not know, as an ``UnknownLine``; what
+            ``feed`` and ``next_event`` hand out never changes.
 
     Attributes:
         last_event_id: the "last event ID string": the id buffer as it stood
@@ -118,15 +131,17 @@ class EventStreamParser:
         "_state",
         "_type",
         "_type_size",
+        "_unknown_lines",
         "last_event_id",
         "max_event_size",
         "retry",
     )
 
-    def __init__(self, max_event_size: int = DEFAULT_MAX_EVENT_SIZE) -> None:
+    def __init__(self, max_event_size: int = DEFAULT_MAX_EVENT_SIZE, *, unknown_lines: bool = False) -> None:
         if max_event_size < 1:
             raise LocalProtocolError(f"max_event_size must be positive, got {max_event_size}")
         self.max_event_size = max_event_size
+        self._unknown_lines = unknown_lines
         self.last_event_id = ""
         self.retry: int | None = None
         self._state = _OPEN
@@ -219,14 +234,17 @@ class EventStreamParser:
     # -- the batch method of the layers above ---------------------------------
 
     def feed_data(self, data: bytes | bytearray | memoryview) -> list[Item]:
-        """``feed`` for a layer that reads the data of plain events (as
-        ``ChatStream`` does): the same items in the same order, except that
-        an event of type "message" is given as its data alone (a ``str``,
-        or, for data of 32 KiB or more, its undecoded UTF-8 as a
-        ``bytearray`` the caller may consume), and that a fault is not
-        raised: the ``RemoteProtocolError`` is the last item, and the parser
-        is unusable afterwards.  ``dispatch_offset`` says where each item of
-        the latest call came from.
+        """``feed`` for a layer that reads the data of events (as
+        ``ChatStream`` does, whose APIs name their payloads inside the JSON):
+        the same items in the same order, except that an event is given as
+        its data alone (a ``str``, or, for data of 32 KiB or more, its
+        undecoded UTF-8 as a ``bytearray`` the caller may consume) unless its
+        type is "error", which comes whole; that lines of unknown fields come
+        as ``UnknownLine`` when the parser was made with ``unknown_lines``;
+        and that a fault is not raised: the ``RemoteProtocolError`` is the
+        last item, and the parser is unusable afterwards.
+        ``dispatch_offset`` says where each item of the latest call came
+        from.
         """
         if self._state is _OPEN and data.__class__ is bytes and data and not self._queue:
             buf = self._buf
@@ -249,8 +267,8 @@ class EventStreamParser:
     def dispatch_offset(self, k: int) -> int:
         """The stream offset of the line that dispatched item ``k`` of the
         latest ``feed_data`` call (``k`` counts from 0 among the items its
-        bytes dispatched): the blank line that ended an event, or a comment
-        line.  For error messages of the layers above: unlike the end of a
+        bytes dispatched): the blank line that ended an event, a comment
+        line, or a line handed on as an ``UnknownLine``.  For error messages of the layers above: unlike the end of a
         CRLF line, the start of a line does not depend on the chunking."""
         raw, base, has_data = self._last
         marks: list[int] = []
@@ -261,7 +279,7 @@ class EventStreamParser:
                 if has_data:
                     marks.append(start)
                 has_data = False
-            elif line[0] == 0x3A:
+            elif line[0] == 0x3A or (self._unknown_lines and line.partition(b":")[0] not in _FIELDS):
                 marks.append(start)
         return marks[k]
 
@@ -489,6 +507,7 @@ class EventStreamParser:
         event too large, having read the lines before it, else None.
         """
         limit = self.max_event_size
+        unknown = data_only and self._unknown_lines
         data = self._data
         is_open = self._open
         etype = self._type
@@ -546,9 +565,13 @@ class EventStreamParser:
                         ident = value.decode("utf-8", "replace")
                         kept += len(value) - id_size
                         id_size = len(value)
-                elif name == b"retry" and value.isdigit():
-                    retry = self._retry_value(value, retry)
-                # Any other field name is ignored.
+                elif name == b"retry":
+                    if value.isdigit():
+                        retry = self._retry_value(value, retry)
+                elif unknown:
+                    # Any other field name is ignored; feed_data hands the
+                    # line on when asked (see UnknownLine).
+                    out.append(UnknownLine(line.decode("utf-8", "replace")))
         self._data = data
         self._open = is_open
         self._type = etype
@@ -575,10 +598,10 @@ def _dispatched(
     data: list[bytes | bytearray], etype: str, ident: str, retry: int | None, data_only: bool
 ) -> ServerSentEvent | str | bytearray:
     """What a blank line dispatches for a block with data: the event, or for
-    ``feed_data`` the data of a "message" event (a huge one as its bytes,
-    for the layer above to read without holding its text whole)."""
+    ``feed_data`` its data, unless its type is "error" (a huge one as its
+    bytes, for the layer above to read without holding its text whole)."""
     raw = data[0] if len(data) == 1 else b"\n".join(data)
-    if data_only and (not etype or etype == "message"):
+    if data_only and etype != "error":
         return bytearray(raw) if len(raw) >= HUGE else raw.decode("utf-8", "replace")
     return _new_event(etype or "message", raw.decode("utf-8", "replace"), ident, retry)
 

@@ -59,7 +59,8 @@ APIS = Path(__file__).parent / "captures" / "apis"
 DIALECTS = ("openai-responses", "anthropic", "gemini")
 NAMES = sorted(f"{p.parent.name}/{p.stem}" for d in DIALECTS for p in (APIS / d).glob("*.sse"))
 
-# The public fields of each event class (SPEC §3), in the order of the table.
+# The public fields of each event class (SPEC §3, and Continuation, which
+# carries what the next request must send back), in the order of the table.
 FIELDS: dict[str, tuple[str, ...]] = {
     "Delta": ("choice", "content", "role", "reasoning", "refusal", "logprobs"),
     "ToolCallFragment": ("choice", "index", "id", "name", "arguments"),
@@ -69,6 +70,7 @@ FIELDS: dict[str, tuple[str, ...]] = {
     "Heartbeat": ("comment",),
     "Truncated": ("reason", "pending"),
     "StreamError": ("status", "code", "message", "type", "body"),
+    "Continuation": ("choice", "kind", "data", "index"),
 }
 SIDECAR_KEYS = {"dialect", "source", "status", "content_type", "metadata", "events", "raises", "expected"}
 CHOICE_KEYS = {"content", "reasoning", "refusal", "role", "finish_reason", "native_finish_reason", "tool_calls"}

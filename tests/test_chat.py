@@ -793,9 +793,10 @@ CASES: dict[str, Case] = {
         status=500,
         content_type="text/plain",
     ),
+    # Gemini writes an error body as a list of one error object.
     "http-500-json-list": Case(
         b'[{"error":"x"}]',
-        [StreamError(500, None, 'HTTP 500 (application/json): \'[{"error":"x"}]\'', None, [{"error": "x"}])],
+        [StreamError(500, None, "x", None, [{"error": "x"}])],
         status=500,
         content_type="application/json",
     ),

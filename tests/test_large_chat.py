@@ -210,3 +210,10 @@ def test_the_bytes_path_gives_what_the_ordinary_path_gives(items: list[bytes], d
             want_alone = run([event(p) for p in items])
     assert got == want
     assert alone == want_alone
+
+
+def test_a_huge_event_then_a_typed_event_in_one_batch() -> None:
+    content = mixed(50_000)
+    body = event(json.dumps(chunk_of(content), ensure_ascii=False).encode()) + b"event: other\ndata: {}\n\n"
+    assert run([body]) == ordinary([body])
+    assert run([body])[0] == Delta(0, content)

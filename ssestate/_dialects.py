@@ -1,0 +1,135 @@
+"""The streaming APIs ssestate reads, and telling them apart.
+
+Theory of operation
+-------------------
+``READERS`` maps each dialect name of SPEC §3b to its reader.  With
+``dialect="auto"`` a ``ChatStream`` starts with an ``AutoReader``, which
+decides on the first payload that is a JSON object and not an error:
+
+* a ``type`` starting ``response.`` (or ``keepalive``): the Responses API;
+* a ``type`` of the Messages stream (``message_start``, ``ping``,
+  ``content_block_*``, ...): Anthropic;
+* ``candidates``, ``promptFeedback`` or ``usageMetadata``: Gemini;
+* anything else (``choices``, even beside an ``error``): Chat Completions.
+
+Until then, an error payload (every API's error has a non-empty ``error``
+member) is read the way Chat Completions reads one, and raw JSON error lines
+the way Gemini writes them; neither needs to know the API.  Once it has
+decided, the auto reader hands the rest of the batch to the reader of that
+API (carrying over what it noted), and ``ChatStream`` keeps that reader.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from ._anthropic import AnthropicReader
+from ._chunks import ChunkReader
+from ._gemini import GeminiReader, RawJson, gemini_error
+from ._reader import Reader
+from ._responses import ResponsesReader
+from ._state import Input
+from ._util import RemoteProtocolError
+
+__all__ = ["DIALECTS", "READERS", "AutoReader", "detect"]
+
+READERS: dict[str, type[Reader]] = {
+    "openai-chat": ChunkReader,
+    "openai-responses": ResponsesReader,
+    "anthropic": AnthropicReader,
+    "gemini": GeminiReader,
+}
+DIALECTS = ("auto", *READERS)
+_ANTHROPIC = frozenset(
+    {
+        "message_start",
+        "message_delta",
+        "message_stop",
+        "content_block_start",
+        "content_block_delta",
+        "content_block_stop",
+        "ping",
+    }
+)
+
+
+def detect(payload: dict[str, Any]) -> str | None:
+    """The dialect a JSON payload belongs to, or None when it cannot say
+    (an error, which every API writes alike)."""
+    kind = payload.get("type")
+    if type(kind) is str:
+        if kind.startswith("response.") or kind == "keepalive":
+            return "openai-responses"
+        if kind in _ANTHROPIC:
+            return "anthropic"
+    if "candidates" in payload or "promptFeedback" in payload or "usageMetadata" in payload:
+        return "gemini"
+    if "choices" not in payload and (kind == "error" or payload.get("error")):
+        return None
+    return "openai-chat"
+
+
+class AutoReader(Reader):
+    """The reader of ``dialect="auto"`` until it has decided (see the module
+    docstring).
+
+    Attributes:
+        decided: the reader of the API found, once one is.
+    """
+
+    dialect = "auto"
+
+    __slots__ = ("_errors", "_raw", "decided")
+
+    def __init__(self, strict: bool, locate: Callable[[int], int]) -> None:
+        super().__init__(strict, locate)
+        self.decided: Reader | None = None
+        self._errors = ChunkReader(strict, locate)  # reads error payloads before the API is known
+        self._errors.finish = self.finish
+        self._raw = RawJson()
+
+    def read(self, items: list[Any], out: list[Any], first: int = 0) -> Input | RemoteProtocolError | None:
+        for n, item in enumerate(items, first):
+            if self.decided is not None:
+                return self.decided.read(items[n - first :], out, n)
+            stop = Reader.read(self, [item], out, n)
+            if stop is not None:
+                return stop
+        return None
+
+    def _chunk(self, data: str, chunk: dict[str, Any], out: list[Any]) -> Input | None:
+        # Reached only while undecided: read() hands the rest to the reader found.
+        dialect = detect(chunk)
+        if dialect is None:
+            return self._errors._chunk(data, chunk, out)
+        self.decided = reader = self._become(dialect)
+        return reader._chunk(data, chunk, out)
+
+    def _become(self, dialect: str) -> Reader:
+        reader = READERS[dialect](self.strict, self.locate)
+        reader.truncated = self.truncated
+        reader.finish.update(self.finish)
+        for name in ("response_id", "model", "created", "system_fingerprint"):
+            setattr(reader, name, getattr(self, name) or getattr(self._errors, name))
+        return reader
+
+    def _line(self, text: str, n: int, out: list[Any]) -> Input | None:
+        value = self._raw.line(text)
+        if type(value) is list and value:
+            value = value[0]
+        if type(value) is dict and value.get("error"):
+            out.append(gemini_error(value["error"], value))
+        return None
+
+    def read_whole(self, body: object, out: list[Any]) -> bool:
+        first = body[0] if type(body) is list and body else body
+        dialect = detect(first) if type(first) is dict else None
+        if dialect is None:
+            return False
+        if type(body) is dict and body.get("object") == "response":
+            dialect = "openai-responses"
+        elif type(body) is dict and body.get("type") == "message":
+            dialect = "anthropic"
+        self.decided = reader = self._become(dialect)
+        return reader.read_whole(body, out)
