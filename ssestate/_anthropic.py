@@ -38,6 +38,7 @@ from typing import Any
 from ._events import Continuation, Delta, Heartbeat, StreamError, ToolCallFragment, Usage, _fast
 from ._reader import Reader, compact, count, stream_error, text_of
 from ._state import Input
+from ._templates import Spec, TemplateKind
 
 __all__ = ["AnthropicReader", "stop_reason"]
 
@@ -47,6 +48,7 @@ _new_arguments = _fast(ToolCallFragment, "choice", "index", "arguments")
 _new_fragment = _fast(ToolCallFragment)
 _new_usage = _fast(Usage)
 _PING = Heartbeat("ping")
+_REASONING = ("", None, "", None)  # the fields of a reasoning Delta (the text goes in slot 2)
 _STOP_REASONS = {
     "end_turn": "stop",
     "stop_sequence": "stop",
@@ -92,13 +94,13 @@ class AnthropicReader(Reader):
         kind = chunk.get("type")
         handler = _HANDLERS.get(kind) if type(kind) is str else None
         if handler is not None:
-            return handler(self, chunk, out)
+            return handler(self, data, chunk, out)
         error = chunk.get("error")
         if error:  # a payload of an unknown type with an error member
             out.append(stream_error(None, error, chunk, text_of(error, data)))
         return None
 
-    def _message_start(self, chunk: dict[str, Any], out: list[Any]) -> None:
+    def _message_start(self, data: str, chunk: dict[str, Any], out: list[Any]) -> None:
         message = chunk.get("message")
         if type(message) is not dict:
             message = {}
@@ -110,7 +112,7 @@ class AnthropicReader(Reader):
             out.append(_new_delta(0, "", "assistant", None, None, None))
         self._merge_usage(message.get("usage"), out)
 
-    def _block_start(self, chunk: dict[str, Any], out: list[Any]) -> None:
+    def _block_start(self, data: str, chunk: dict[str, Any], out: list[Any]) -> None:
         index, block = chunk.get("index"), chunk.get("content_block")
         if type(index) is not int or type(block) is not dict:
             return
@@ -132,29 +134,39 @@ class AnthropicReader(Reader):
             name = name if type(name) is str and name else None
             out.append(_new_fragment(0, index, call_id, name, ""))
 
-    def _block_delta(self, chunk: dict[str, Any], out: list[Any]) -> None:
+    def _block_delta(self, data: str, chunk: dict[str, Any], out: list[Any]) -> None:
         index, delta = chunk.get("index"), chunk.get("delta")
         if type(delta) is not dict:
             return
         block = self._blocks.get(index) if type(index) is int else None
         kind = delta.get("type")
+        spec = None
         if kind == "text_delta":
             if type(text := delta.get("text")) is str and text:
                 out.append(_new_content(0, text))
+                spec = Spec(("delta", "text"), 0)
         elif kind == "thinking_delta":
             if type(text := delta.get("thinking")) is str and text:
+                note = None
                 if block is not None:
-                    block.parts.append(text)
+                    note = block.parts
+                    note.append(text)
                 out.append(_new_delta(0, "", None, text, None, None))
+                spec = Spec(("delta", "thinking"), 0, TemplateKind.FIELDS, fields=_REASONING, slot=2, note=note)
         elif kind == "input_json_delta":
-            fragment = delta.get("partial_json")
-            if block is not None and block.kind == "tool_use" and type(fragment) is str and fragment:
-                block.parts.append(fragment)
-                out.append(_new_arguments(0, index, fragment))
+            text = delta.get("partial_json")
+            if block is not None and block.kind == "tool_use" and type(text) is str and text:
+                block.parts.append(text)
+                out.append(_new_arguments(0, index, text))
+                spec = Spec(("delta", "partial_json"), 0, TemplateKind.ARGUMENTS, tool=index, note=block.parts)  # type: ignore[arg-type]
         elif kind == "signature_delta" and block is not None and type(signature := delta.get("signature")) is str:
             block.signature = signature
+        if spec is not None and data:
+            # A delta read by a parse may teach a template of the next ones
+            # of its block, which notes what it reads where the parse does.
+            self.templates.missed(data, chunk, spec._replace(owner=index), text)  # type: ignore[arg-type]
 
-    def _block_stop(self, chunk: dict[str, Any], out: list[Any]) -> None:
+    def _block_stop(self, data: str, chunk: dict[str, Any], out: list[Any]) -> None:
         index = chunk.get("index")
         block = self._blocks.pop(index, None) if type(index) is int else None
         if block is None:
@@ -170,7 +182,7 @@ class AnthropicReader(Reader):
         elif block.kind == "redacted_thinking":
             out.append(Continuation(0, "redacted_thinking", block.start, index))
 
-    def _message_delta(self, chunk: dict[str, Any], out: list[Any]) -> None:
+    def _message_delta(self, data: str, chunk: dict[str, Any], out: list[Any]) -> None:
         delta = chunk.get("delta")
         native = delta.get("stop_reason") if type(delta) is dict else None
         if type(native) is str and native:
@@ -193,13 +205,13 @@ class AnthropicReader(Reader):
         completion = count(merged.get("output_tokens"))
         out.append(_new_usage(prompt, completion, prompt + completion, merged))
 
-    def _message_stop(self, chunk: dict[str, Any], out: list[Any]) -> Input | None:
+    def _message_stop(self, data: str, chunk: dict[str, Any], out: list[Any]) -> Input | None:
         return self._done(out)
 
-    def _ping(self, chunk: dict[str, Any], out: list[Any]) -> None:
+    def _ping(self, data: str, chunk: dict[str, Any], out: list[Any]) -> None:
         out.append(_PING)
 
-    def _error(self, chunk: dict[str, Any], out: list[Any]) -> None:
+    def _error(self, data: str, chunk: dict[str, Any], out: list[Any]) -> None:
         error = chunk.get("error")
         if type(error) is dict:
             out.append(stream_error(None, error, chunk, text_of(error, "")))
@@ -211,27 +223,27 @@ class AnthropicReader(Reader):
         stream would have carried; False for anything else."""
         if type(body) is not dict or body.get("type") != "message" or type(body.get("content")) is not list:
             return False
-        self._message_start({"message": body}, out)
+        self._message_start("", {"message": body}, out)
         for index, block in enumerate(body["content"]):
             if type(block) is not dict:
                 continue
             kind = block.get("type")
             self._block_start(
-                {"index": index, "content_block": {**block, "input": {}} if kind == "tool_use" else block}, out
+                "", {"index": index, "content_block": {**block, "input": {}} if kind == "tool_use" else block}, out
             )
             if kind == "tool_use":
                 fragment = {"type": "input_json_delta", "partial_json": compact(block.get("input", {}))}
-                self._block_delta({"index": index, "delta": fragment}, out)
+                self._block_delta("", {"index": index, "delta": fragment}, out)
             elif kind == "thinking" and type(block.get("signature")) is str:
                 self._block_delta(
-                    {"index": index, "delta": {"type": "signature_delta", "signature": block["signature"]}}, out
+                    "", {"index": index, "delta": {"type": "signature_delta", "signature": block["signature"]}}, out
                 )
-            self._block_stop({"index": index}, out)
-        self._message_delta({"delta": {"stop_reason": body.get("stop_reason")}}, out)
+            self._block_stop("", {"index": index}, out)
+        self._message_delta("", {"delta": {"stop_reason": body.get("stop_reason")}}, out)
         return True
 
 
-_HANDLERS: dict[str, Callable[[AnthropicReader, dict[str, Any], list[Any]], Input | None]] = {
+_HANDLERS: dict[str, Callable[[AnthropicReader, str, dict[str, Any], list[Any]], Input | None]] = {
     "message_start": AnthropicReader._message_start,
     "content_block_start": AnthropicReader._block_start,
     "content_block_delta": AnthropicReader._block_delta,

@@ -24,7 +24,7 @@ from typing import Any
 from ._events import Delta, ToolCallFragment, Usage, _fast
 from ._reader import Reader, compact, count, stream_error, text_of
 from ._state import Input
-from ._templates import text_fields, text_hole
+from ._templates import Spec, TemplateKind, text_fields, text_hole
 
 __all__ = ["ChunkReader"]
 
@@ -34,6 +34,7 @@ _new_content = _fast(Delta, "choice", "content", "logprobs")  # the usual Delta:
 _new_fragment = _fast(ToolCallFragment)
 _new_arguments = _fast(ToolCallFragment, "choice", "index", "arguments")  # the usual fragment
 _new_usage = _fast(Usage)
+_HOLE = "\x00hole"  # a text no server sends, to find which field a member's text fills
 
 
 class _ToolPlaces:
@@ -108,12 +109,39 @@ class ChunkReader(Reader):
                 found = text_hole(choices[0])
                 if found is not None:
                     i, where, hole = found  # one text member beside neutral ones
-        if hole is not None and data:  # a chunk a template may read, and none did
-            self.templates.missed(data, chunk, i, where, hole)
+        if hole is not None and data and (spec := self._spec(chunk, i, where)) is not None:
+            self.templates.missed(data, chunk, spec, hole)  # a chunk a template may read, and none did
         usage = chunk.get("usage")
         if usage or "x_groq" in chunk or "error" in chunk:
             self._usage_and_error(chunk, usage, data, out)
         return None
+
+    @staticmethod
+    def _spec(chunk: dict[str, Any], i: int, where: int | str) -> Spec | None:
+        """Where the one varying string of a usual chunk of choice ``i`` is
+        (``where``: the delta member holding the text, or the tool index of
+        a lone arguments fragment), for a template; None when the chunk has
+        more to read than that string: usage, ``x_groq``, an error, logprobs."""
+        if (
+            chunk.get("usage")
+            or "x_groq" in chunk
+            or "error" in chunk
+            or chunk["choices"][0].get("logprobs") is not None
+        ):
+            return None
+        if isinstance(where, int):
+            path = ("choices", 0, "delta", "tool_calls", 0, "function", "arguments")
+            return Spec(path, i, TemplateKind.ARGUMENTS, tool=where, empty=_new_arguments(i, where, ""))
+        # What the delta gives with a text in this member, and with none.  The
+        # other members hold no text, so the two differ in one field only.
+        delta = chunk["choices"][0]["delta"]
+        probed = text_fields({**delta, where: _HOLE})
+        if probed == (_HOLE, None, None, None):
+            return Spec(("choices", 0, "delta", where), i)
+        blank = text_fields({**delta, where: ""})
+        empty = _new_delta(i, *blank, None) if any(blank) else None
+        slot = probed.index(_HOLE)
+        return Spec(("choices", 0, "delta", where), i, TemplateKind.FIELDS, fields=probed, slot=slot, empty=empty)
 
     def _choices(self, choices: list[Any], out: list[Any]) -> None:
         """A chunk's choices, in array order: per choice its ``Delta``, its

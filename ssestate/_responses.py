@@ -37,6 +37,7 @@ from typing import Any
 from ._events import Continuation, Delta, Heartbeat, StreamError, ToolCallFragment, Usage, _fast
 from ._reader import Reader, count, stream_error, text_of
 from ._state import Input
+from ._templates import Spec, TemplateKind
 from ._util import RemoteProtocolError
 
 __all__ = ["ResponsesReader"]
@@ -47,6 +48,8 @@ _new_arguments = _fast(ToolCallFragment, "choice", "index", "arguments")
 _new_fragment = _fast(ToolCallFragment)
 _new_usage = _fast(Usage)
 _KEEPALIVE = Heartbeat("keepalive")
+_REFUSAL = ("", None, None, "")  # the fields of a refusal Delta (the text goes in slot 3)
+_REASONING = ("", None, "", None)  # of a reasoning Delta (slot 2)
 # The reasons of response.incomplete mapped onto OpenAI Chat's words.
 _INCOMPLETE = {"max_output_tokens": "length", "content_filter": "content_filter"}
 
@@ -70,7 +73,7 @@ class ResponsesReader(Reader):
         kind = chunk.get("type")
         handler = _HANDLERS.get(kind) if type(kind) is str else None
         if handler is not None:
-            return handler(self, chunk, out)
+            return handler(self, data, chunk, out)
         error = chunk.get("error")
         if error:  # a payload of an unknown type with an error member
             out.append(stream_error(None, error, chunk, text_of(error, data)))
@@ -78,7 +81,7 @@ class ResponsesReader(Reader):
 
     # -- the answer begins ------------------------------------------------------------
 
-    def _created(self, chunk: dict[str, Any], out: list[Any]) -> None:
+    def _created(self, data: str, chunk: dict[str, Any], out: list[Any]) -> None:
         response = chunk.get("response")
         if type(response) is dict:
             self._metadata(response)
@@ -95,36 +98,43 @@ class ResponsesReader(Reader):
 
     # -- text, refusal, reasoning ----------------------------------------------------------
 
-    def _text(self, chunk: dict[str, Any], out: list[Any]) -> None:
+    def _text(self, data: str, chunk: dict[str, Any], out: list[Any]) -> None:
         delta = chunk.get("delta")
         if type(delta) is str and delta:
-            self._said_more(_part("text", chunk, "content_index"), delta)
+            key = _part("text", chunk, "content_index")
+            self._said_more(key, delta)
             logprobs = chunk.get("logprobs")
             out.append(_new_content(0, delta, logprobs or None))
+            if not logprobs:
+                self._learn(data, chunk, key, delta, Spec(("delta",), 0))
 
-    def _text_done(self, chunk: dict[str, Any], out: list[Any]) -> None:
+    def _text_done(self, data: str, chunk: dict[str, Any], out: list[Any]) -> None:
         rest = self._rest(_part("text", chunk, "content_index"), chunk.get("text"))
         if rest:
             out.append(_new_content(0, rest, None))
 
-    def _refusal(self, chunk: dict[str, Any], out: list[Any]) -> None:
+    def _refusal(self, data: str, chunk: dict[str, Any], out: list[Any]) -> None:
         delta = chunk.get("delta")
         if type(delta) is str and delta:
-            self._said_more(_part("refusal", chunk, "content_index"), delta)
+            key = _part("refusal", chunk, "content_index")
+            self._said_more(key, delta)
             out.append(_new_delta(0, "", None, None, delta, None))
+            self._learn(data, chunk, key, delta, Spec(("delta",), 0, TemplateKind.FIELDS, fields=_REFUSAL, slot=3))
 
-    def _refusal_done(self, chunk: dict[str, Any], out: list[Any]) -> None:
+    def _refusal_done(self, data: str, chunk: dict[str, Any], out: list[Any]) -> None:
         rest = self._rest(_part("refusal", chunk, "content_index"), chunk.get("refusal"))
         if rest:
             out.append(_new_delta(0, "", None, None, rest, None))
 
-    def _reasoning(self, chunk: dict[str, Any], out: list[Any]) -> None:
+    def _reasoning(self, data: str, chunk: dict[str, Any], out: list[Any]) -> None:
         delta = chunk.get("delta")
         if type(delta) is str and delta:
-            self._said_more(self._reasoning_part(chunk), delta)
+            key = self._reasoning_part(chunk)
+            self._said_more(key, delta)
             out.append(_new_delta(0, "", None, delta, None, None))
+            self._learn(data, chunk, key, delta, Spec(("delta",), 0, TemplateKind.FIELDS, fields=_REASONING, slot=2))
 
-    def _reasoning_done(self, chunk: dict[str, Any], out: list[Any]) -> None:
+    def _reasoning_done(self, data: str, chunk: dict[str, Any], out: list[Any]) -> None:
         rest = self._rest(self._reasoning_part(chunk), chunk.get("text"))
         if rest:
             out.append(_new_delta(0, "", None, rest, None, None))
@@ -148,13 +158,24 @@ class ResponsesReader(Reader):
         its start (a server that changed its mind cannot be undone)."""
         if type(whole) is not str:
             return ""
-        said = "".join(self._said.get(key, ()))
-        self._said[key] = [whole]
-        return whole[len(said) :] if whole.startswith(said) else ""
+        said = self._said.setdefault(key, [])
+        before = "".join(said)
+        said[:] = [whole]  # in place: a template notes its strings in this list
+        return whole[len(before) :] if whole.startswith(before) else ""
+
+    def _learn(
+        self, data: str, chunk: dict[str, Any], key: tuple[str, int | None, int | None], value: str, spec: Spec
+    ) -> None:
+        """A delta read by a parse: it may teach a template, which notes what
+        it reads where the parse does, so that a .done event still gives only
+        what is missing.  The sequence number varies from event to event."""
+        if data:
+            number = "sequence_number" if type(chunk.get("sequence_number")) is int else None
+            self.templates.missed(data, chunk, spec._replace(note=self._said[key], number=number, owner=key), value)
 
     # -- tool calls ---------------------------------------------------------------------------
 
-    def _item_added(self, chunk: dict[str, Any], out: list[Any]) -> None:
+    def _item_added(self, data: str, chunk: dict[str, Any], out: list[Any]) -> None:
         item = chunk.get("item")
         index = chunk.get("output_index")
         if type(item) is not dict or type(index) is not int or item.get("type") != "function_call":
@@ -168,18 +189,22 @@ class ResponsesReader(Reader):
         self._said[("arguments", index, None)] = [args]
         out.append(_new_fragment(0, index, call_id, name, args))
 
-    def _arguments(self, chunk: dict[str, Any], out: list[Any]) -> None:
+    def _arguments(self, data: str, chunk: dict[str, Any], out: list[Any]) -> None:
         delta, index = chunk.get("delta"), chunk.get("output_index")
         if type(delta) is str and delta and type(index) is int:
-            self._said_more(("arguments", index, None), delta)
+            key = ("arguments", index, None)
+            self._said_more(key, delta)
+            known = index in self._calls
             self._fragment(index, delta, chunk, out)
+            if known and chunk.get("call_id") is None and chunk.get("name") is None:  # a plain fragment
+                self._learn(data, chunk, key, delta, Spec(("delta",), 0, TemplateKind.ARGUMENTS, tool=index))
 
-    def _arguments_done(self, chunk: dict[str, Any], out: list[Any]) -> None:
+    def _arguments_done(self, data: str, chunk: dict[str, Any], out: list[Any]) -> None:
         index = chunk.get("output_index")
         if type(index) is int:
             self._fragment(index, self._rest(("arguments", index, None), chunk.get("arguments")), chunk, out)
 
-    def _item_done(self, chunk: dict[str, Any], out: list[Any]) -> None:
+    def _item_done(self, data: str, chunk: dict[str, Any], out: list[Any]) -> None:
         item = chunk.get("item")
         index = chunk.get("output_index")
         if type(item) is not dict or type(index) is not int:
@@ -211,17 +236,17 @@ class ResponsesReader(Reader):
 
     # -- the end ----------------------------------------------------------------------------------
 
-    def _completed(self, chunk: dict[str, Any], out: list[Any]) -> Input:
+    def _completed(self, data: str, chunk: dict[str, Any], out: list[Any]) -> Input:
         return self._terminal(chunk, "tool_calls" if self._calls else "stop", "completed", out)
 
-    def _incomplete(self, chunk: dict[str, Any], out: list[Any]) -> Input:
+    def _incomplete(self, data: str, chunk: dict[str, Any], out: list[Any]) -> Input:
         response = chunk.get("response")
         details = response.get("incomplete_details") if type(response) is dict else None
         native = details.get("reason") if type(details) is dict else None
         native = native if type(native) is str and native else "incomplete"
         return self._terminal(chunk, _INCOMPLETE.get(native, native), native, out)
 
-    def _failed(self, chunk: dict[str, Any], out: list[Any]) -> Input:
+    def _failed(self, data: str, chunk: dict[str, Any], out: list[Any]) -> Input:
         response = chunk.get("response")
         error = response.get("error") if type(response) is dict else None
         if type(error) is dict:
@@ -251,7 +276,7 @@ class ResponsesReader(Reader):
 
     # -- errors and keep-alives ---------------------------------------------------------------
 
-    def _error(self, chunk: dict[str, Any], out: list[Any]) -> None:
+    def _error(self, data: str, chunk: dict[str, Any], out: list[Any]) -> None:
         nested = chunk.get("error")
         if type(nested) is dict:  # what OpenAI sends
             out.append(stream_error(None, nested, chunk, text_of(nested, "")))
@@ -264,7 +289,7 @@ class ResponsesReader(Reader):
         """``event: error`` with the documented, flat payload: read by type."""
         return self._payload(text, value, n, out)
 
-    def _keepalive(self, chunk: dict[str, Any], out: list[Any]) -> None:
+    def _keepalive(self, data: str, chunk: dict[str, Any], out: list[Any]) -> None:
         out.append(_KEEPALIVE)
 
     def read_whole(self, body: object, out: list[Any]) -> bool:
@@ -272,28 +297,30 @@ class ResponsesReader(Reader):
         its stream would have carried; False for anything else."""
         if type(body) is not dict or body.get("object") != "response" or type(body.get("output")) is not list:
             return False
-        self._created({"response": body}, out)
+        self._created("", {"response": body}, out)
         for index, item in enumerate(body["output"]):
             if type(item) is not dict:
                 continue
             kind = item.get("type")
             if kind == "function_call":
-                self._item_added({"output_index": index, "item": item}, out)
+                self._item_added("", {"output_index": index, "item": item}, out)
             elif kind == "message":
                 for part in item.get("content") or ():
                     if type(part) is dict and part.get("type") == "output_text":
-                        self._text_done({"output_index": index, "text": part.get("text")}, out)
+                        self._text_done("", {"output_index": index, "text": part.get("text")}, out)
                     elif type(part) is dict and part.get("type") == "refusal":
-                        self._refusal_done({"output_index": index, "refusal": part.get("refusal")}, out)
+                        self._refusal_done("", {"output_index": index, "refusal": part.get("refusal")}, out)
             elif kind == "reasoning":
                 for n, part in enumerate(item.get("summary") or ()):
                     if type(part) is dict:
-                        self._reasoning_done({"output_index": index, "summary_index": n, "text": part.get("text")}, out)
-                self._item_done({"output_index": index, "item": item}, out)
+                        self._reasoning_done(
+                            "", {"output_index": index, "summary_index": n, "text": part.get("text")}, out
+                        )
+                self._item_done("", {"output_index": index, "item": item}, out)
         ending = {"completed": self._completed, "incomplete": self._incomplete, "failed": self._failed}
         end = ending.get(body.get("status"))  # type: ignore[arg-type]
         if end is not None:
-            end({"response": body}, out)
+            end("", {"response": body}, out)
         return True
 
 
@@ -321,7 +348,7 @@ def _message(error: dict[str, Any], whole: dict[str, Any]) -> str:
     return message if type(message) is str else text_of(whole, "")
 
 
-_HANDLERS: dict[str, Callable[[ResponsesReader, dict[str, Any], list[Any]], Input | None]] = {
+_HANDLERS: dict[str, Callable[[ResponsesReader, str, dict[str, Any], list[Any]], Input | None]] = {
     "response.created": ResponsesReader._created,
     "response.queued": ResponsesReader._created,
     "response.in_progress": ResponsesReader._created,

@@ -41,12 +41,13 @@ from __future__ import annotations
 
 import enum
 import json
+import re
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
 from ._events import Delta, ToolCallFragment, _fast
 
-__all__ = ["Template", "TemplateKind", "Templates", "learn", "text_fields", "text_hole"]
+__all__ = ["Spec", "Template", "TemplateKind", "Templates", "learn", "text_fields", "text_hole"]
 
 # The C scanner's string reader: (text, end) for the literal whose opening
 # quote is just before the index.
@@ -67,6 +68,10 @@ SIZE = 2048
 _PATIENCE = 256
 _PROBE = "ssestate probe"
 _PROBE_PAD = "ssestate padding probe"
+_PROBE_NUMBER = "987654321"
+# A JSON integer that is not negative (no leading zero): what a template
+# reads where an integer varies.
+_NUMBER = re.compile(r"0|[1-9][0-9]*")
 PAD = "obfuscation"  # OpenAI's random padding: a top-level string no event reads
 # The members of a delta that hold text, in the order Delta reads them.
 _TEXT = ("content", "reasoning_content", "reasoning", "refusal")
@@ -86,17 +91,38 @@ _ARGUMENTS = TemplateKind.ARGUMENTS  # a module global: reading it costs less th
 
 
 class Template(NamedTuple):
-    """The usual chunk of one choice, with a hole for its one varying string."""
+    """A usual payload with a hole for its one varying string (see the
+    module docstring)."""
 
     head: str  # the payload up to the opening quote of the string
-    tail: str  # the payload after its closing quote (after the padding, if any)
+    tail: str  # the payload after its closing quote (after the padding, the number, if any)
     pad: str | None  # between the string and the padding literal, when padded
+    number: str | None  # between what precedes a varying integer and the integer, when one varies
     choice: int
     kind: TemplateKind
     tool: int  # ARGUMENTS: the tool index
     fields: Fields | None  # FIELDS: the Delta's fields, the text going in `slot`
     slot: int
-    empty: Delta | None  # FIELDS: what a chunk with an empty text gives
+    empty: Delta | ToolCallFragment | None  # what a payload with an empty string gives
+    note: list[str] | None  # where the reader keeps the strings it read, if it keeps them
+    owner: object  # what the template reads (a choice, an item, a block)
+
+
+class Spec(NamedTuple):
+    """What a reader says of a usual payload it parsed, for a template of it:
+    where its varying string is, what event that string makes, and what
+    else varies.  ``learn`` checks all of it with a probe parse."""
+
+    path: tuple[str | int, ...]  # the members leading to the varying string
+    choice: int
+    kind: TemplateKind = TemplateKind.CONTENT
+    tool: int = -1
+    fields: Fields | None = None
+    slot: int = -1
+    empty: Delta | ToolCallFragment | None = None  # what an empty string gives
+    note: list[str] | None = None  # the reader's list of the strings read, to append each to
+    number: str | None = None  # a top-level member holding an integer that varies (a sequence number)
+    owner: object = None  # what the template reads; the choice when None
 
 
 class Templates:
@@ -120,7 +146,7 @@ class Templates:
         appended to ``out`` and True returned.  Anything else (no template
         matches, a literal that is not valid JSON, data that is not text)
         returns False, having done nothing, and the payload is parsed."""
-        for head, tail, pad, choice, kind, tool, fields, slot, empty in self.learnt:
+        for head, tail, pad, number, choice, kind, tool, fields, slot, empty, note, _ in self.learnt:
             try:
                 if not data.startswith(head):  # AttributeError / TypeError: not text
                     continue
@@ -131,19 +157,28 @@ class Templates:
                     end = _scanstring(data, end + len(pad))[1]
             except (AttributeError, TypeError, ValueError):
                 return False
+            if number is not None:
+                if not data.startswith(number, end):
+                    return False
+                found = _NUMBER.match(data, end + len(number))
+                if found is None:
+                    return False
+                end = found.end()
             if end + len(tail) != len(data) or not data.endswith(tail):
                 return False
-            if kind is _ARGUMENTS:
-                out.append(_new_arguments(choice, tool, value))
-            elif not value:
+            if not value:
                 if empty is not None:
                     out.append(empty)
+            elif kind is _ARGUMENTS:
+                out.append(_new_arguments(choice, tool, value))
             elif fields is None:
                 out.append(_new_content(choice, value))
             else:
                 text = list(fields)
                 text[slot] = value
                 out.append(_new_delta(choice, *text, None))
+            if note is not None and value:
+                note.append(value)
             self._wait = 0  # a template reads chunks: learning may go on at once
             self._fresh = False
             return True
@@ -161,60 +196,45 @@ class Templates:
         """The stream will read no more chunks: let the templates go."""
         self.learnt = []
 
-    def missed(self, data: str, chunk: dict[str, Any], choice: int, where: int | str, value: str) -> None:
-        """A usual chunk of ``choice`` that no template read was parsed:
-        let the newest template go if it missed its choice's chunk, and
-        learn this one's when learning is due.  ``where`` is the tool index
-        of an arguments fragment, or the delta member that holds ``value``."""
+    def missed(self, data: str, chunk: dict[str, Any], spec: Spec, value: str) -> None:
+        """A usual payload that no template read was parsed (``spec`` says
+        where its varying string ``value`` is): let the newest template go
+        if it missed the first payload of its owner, and learn this one's
+        when learning is due."""
         self._misses += 1
         if self._misses <= self._wait and not self._fresh:
             return
-        if self._fresh and self.learnt[0].choice == choice:
-            # The newest template missed the first usual chunk of its choice
+        owner = spec.choice if spec.owner is None else spec.owner
+        if self._fresh and self.learnt[0].owner == owner:
+            # The newest template missed the first usual payload of its owner
             # after it was learnt: the envelope moves, and it is let go.
             del self.learnt[0]
             self._fresh = False
         if self._misses <= self._wait:
             return
-        if not len(value) < len(data) <= SIZE:  # a large chunk
+        if not len(value) < len(data) <= SIZE:  # a large payload
             return
         self._misses = 0
         self._wait = min(4 * self._wait + 1, _PATIENCE)
-        template = learn(data, chunk, choice, where, value)
-        if template is not None and template not in self.learnt:
+        template = learn(data, chunk, spec, value)
+        if template is not None and all(template[:10] != held[:10] for held in self.learnt):
             self.learnt.insert(0, template)
             del self.learnt[LIMIT:]
             self._fresh = True
 
 
-def learn(data: str, chunk: dict[str, Any], choice: int, where: int | str, value: str) -> Template | None:
-    """The template of ``data``, a payload whose only varying string is
-    ``value`` (see the module docstring), or None.  ``chunk`` is its parse,
-    of one choice ``choice``; ``where`` is the tool index of an arguments
-    fragment (alone in its delta, with its index) or the delta member that
-    holds the text (the other members hold none)."""
-    if value == _PROBE or chunk.get("usage") or "x_groq" in chunk or "error" in chunk:
+def learn(data: str, chunk: dict[str, Any], spec: Spec, value: str) -> Template | None:
+    """The template of ``data``, a payload whose varying string is ``value``
+    at ``spec.path`` (see the module docstring), or None.  ``chunk`` is its
+    parse."""
+    if value == _PROBE:
         return None
-    if chunk["choices"][0].get("logprobs") is not None:
-        return None
-    kind, tool, fields, slot, empty = TemplateKind.CONTENT, -1, None, -1, None
-    if isinstance(where, int):
-        kind, tool = TemplateKind.ARGUMENTS, where
-    else:
-        # What the delta gives with a text in this member, and with none.  The
-        # other members hold no text, so the two differ in one field only.
-        delta = chunk["choices"][0]["delta"]
-        probed = text_fields({**delta, where: _PROBE})
-        blank = text_fields({**delta, where: ""})
-        if probed != (_PROBE, None, None, None):
-            kind, fields, slot = TemplateKind.FIELDS, probed, probed.index(_PROBE)
-            empty = Delta(choice, *blank) if any(blank) else None
     at, size = _literal(data, value)
     if at < 0:
         return None
     head = data[: at + 1]
     tail = data[at + size :]
-    probe_text = head + _PROBE + '"' + tail
+    probe_text = head + _PROBE + '"'
     pad_value = chunk.get(PAD)
     pad = None
     if type(pad_value) is str and pad_value != _PROBE_PAD:
@@ -222,20 +242,46 @@ def learn(data: str, chunk: dict[str, Any], choice: int, where: int | str, value
         if b >= 0:
             pad = tail[: b + 1]
             tail = tail[b + pad_size :]
-            probe_text = head + _PROBE + '"' + pad + _PROBE_PAD + '"' + tail
+            probe_text += pad + _PROBE_PAD + '"'
+    number = None
+    if spec.number is not None:
+        found = _number_in(tail, spec.number, chunk.get(spec.number))
+        if found is None:
+            return None
+        number, tail = tail[: found[0]], tail[found[1] :]
+        probe_text += number + _PROBE_NUMBER
+    probe_text += tail
     try:
         probe, end = _parse(probe_text)
-        place = probe["choices"][0]["delta"]
-        member = where
-        if isinstance(where, int):
-            place, member = place["tool_calls"][0]["function"], "arguments"
-        if end != len(probe_text) or place[member] != _PROBE:
+        place: Any = probe
+        for step in spec.path:
+            place = place[step]
+        if end != len(probe_text) or place != _PROBE:
             return None
         if pad is not None and probe[PAD] != _PROBE_PAD:
             return None
+        if number is not None and probe[spec.number] != int(_PROBE_NUMBER):
+            return None
     except (ValueError, RecursionError, LookupError, TypeError):
         return None
-    return Template(head, tail, pad, choice, kind, tool, fields, slot, empty)
+    owner = spec.choice if spec.owner is None else spec.owner
+    return Template(
+        head, tail, pad, number, spec.choice, spec.kind, spec.tool, spec.fields, spec.slot, spec.empty, spec.note, owner
+    )
+
+
+def _number_in(tail: str, member: str, value: object) -> tuple[int, int] | None:
+    """Where the integer ``value`` of the top-level member ``member`` is
+    written in ``tail``: (start, end) of its digits, or None."""
+    if type(value) is not int or value < 0:
+        return None
+    digits = str(value)
+    for key in (f'"{member}":', f'"{member}": '):
+        at = tail.rfind(key + digits)
+        if at >= 0:
+            start = at + len(key)
+            return start, start + len(digits)
+    return None
 
 
 def text_fields(delta: dict[str, Any]) -> Fields:
