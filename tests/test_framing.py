@@ -89,6 +89,11 @@ CASES = [
     Case("overlong-encoding", b"data: \xc0\xaf\n\n", (ev("\ufffd\ufffd"),)),
     Case("truncated-sequence-at-eof", b"data: ok\n\ndata: \xe2\x82", (ev("ok"), cut(8))),
     Case("invalid-bytes-in-field-name", b"d\xffta: a\n\n", ()),
+    Case(
+        "invalid-bytes-in-typed-events",
+        b"event: a\xff\ndata: \xff\n\nevent: b\ndata: \xe2\x82x\n\n",
+        (ev("\ufffd", "a\ufffd"), ev("\ufffdx", "b")),
+    ),
     # --- field syntax --------------------------------------------------------
     Case("no-space", b"data:a\n\n", (ev("a"),)),
     Case("one-space-removed", b"data: a\n\n", (ev("a"),)),

@@ -5,7 +5,7 @@ must be those of the ordinary path (decode the payload whole, then scan it),
 and the peak memory must stay near one copy of the content.
 
 The ordinary path is reached by patching the threshold
-(``ssestate._framing.HUGE``) out of reach, and the bytes path is made to
+(``ssestate._blocks.HUGE``) out of reach, and the bytes path is made to
 read small payloads in small pieces by patching it and ``_large``'s
 constants down: the differential is what these tests check, so they reach
 into those private modules for it, and for nothing else."""
@@ -24,7 +24,7 @@ from helpers import chunked, until_error
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import ssestate._framing as framing
+import ssestate._blocks as blocks
 import ssestate._large as large
 from ssestate import CLOSED, NEED_DATA, ChatStream, Delta, Done, Finish, ToolCallFragment
 
@@ -57,7 +57,7 @@ def mixed(size: int) -> str:
 
 def ordinary(chunks: list[bytes]) -> list[Any]:
     """``run`` with every payload decoded whole, the bytes path out of reach."""
-    with unittest.mock.patch.object(framing, "HUGE", 1 << 40):
+    with unittest.mock.patch.object(blocks, "HUGE", 1 << 40):
         return run(chunks)
 
 
@@ -67,7 +67,7 @@ def ordinary(chunks: list[bytes]) -> list[Any]:
 def test_a_huge_chunk_gives_the_content_json_gives() -> None:
     content = mixed(100_000)
     payload = json.dumps(chunk_of(content), ensure_ascii=False).encode()
-    assert len(payload) > framing.HUGE
+    assert len(payload) > blocks.HUGE
     body = event(payload) + b'data: {"choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}\n\ndata: [DONE]\n\n'
     for size in (None, 1460, 37, 4096):
         chunks = [body] if size is None else [body[i : i + size] for i in range(0, len(body), size)]
@@ -171,7 +171,7 @@ def small_thresholds() -> Iterator[None]:
     """Huge-event thresholds of a few bytes, so that generated payloads of
     a few hundred bytes take the bytes path, in pieces of a few bytes."""
     with (
-        unittest.mock.patch.object(framing, "HUGE", 24),
+        unittest.mock.patch.object(blocks, "HUGE", 24),
         unittest.mock.patch.object(large, "_LONG", 6),
         unittest.mock.patch.object(large, "_STEP", 3),
     ):
@@ -205,7 +205,7 @@ def test_the_bytes_path_gives_what_the_ordinary_path_gives(items: list[bytes], d
         got = run(chunks)
         # Each event alone in its batch: every one of them takes the bytes path.
         alone = run([event(p) for p in items])
-        with unittest.mock.patch.object(framing, "HUGE", 1 << 40):
+        with unittest.mock.patch.object(blocks, "HUGE", 1 << 40):
             want = run(chunks)
             want_alone = run([event(p) for p in items])
     assert got == want

@@ -517,12 +517,14 @@ def test_never_crashes(stream: bytes, limit: int | None, data: st.DataObject) ->
 def test_bounded_memory(stream: bytes, size: int, limit: int) -> None:
     # The only test that reads private state: what the parser holds between
     # calls for the unfinished event is its receive buffer (``_buf``) plus
-    # the open block's data lines and event type (``_data``, ``_type``).
+    # the open block's data lines and event type (``_block.data``, and the
+    # size of ``_block.type`` in bytes).
     # SPEC §6.3: never more than max_event_size plus one chunk.
     parser = EventStreamParser(max_event_size=limit)
 
     def held() -> int:
-        return len(parser._buf) + sum(map(len, parser._data)) + len(parser._type)
+        block = parser._block
+        return len(parser._buf) + sum(len(line) for line in block.data) + len(block.type.encode())
 
     for i in range(0, len(stream), size):
         parser.receive_data(stream[i : i + size])
