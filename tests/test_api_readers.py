@@ -422,10 +422,11 @@ def replaced(value: Any, path: tuple[Any, ...], new: Any) -> Any:
 
 
 @st.composite
-def odd_streams(draw: st.DrawFn) -> tuple[str, bytes]:
-    """A dialect, and a stream of its captured payloads, some of them with a
-    member of the wrong type or an odd value."""
-    dialect = draw(st.sampled_from(sorted(PAYLOADS)))
+def odd_streams(draw: st.DrawFn, dialect: str | None = None) -> tuple[str, bytes]:
+    """A dialect (``dialect`` if given), and a stream of its captured
+    payloads, some of them with a member of the wrong type or an odd value."""
+    if dialect is None:
+        dialect = draw(st.sampled_from(sorted(PAYLOADS)))
     pool = PAYLOADS[dialect]
     out = []
     for _ in range(draw(st.integers(1, 12))):

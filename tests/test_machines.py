@@ -1,8 +1,9 @@
 """SPEC §1 for both machines: plain methods, ``feed``, copies, the state tables.
 
 Every property here is stated once and run on ``EventStreamParser`` and on
-``ChatStream``, over generated streams (well formed and damaged) cut in
-arbitrary ways:
+``ChatStream`` (chat completions, and each dialect of the other APIs over
+their captured payloads), over generated streams (well formed and damaged)
+cut in arbitrary ways:
 
 * the reference of a method taken at any time, before the first byte
   included, keeps working: ``nx = m.next_event`` sees every event, and so
@@ -31,6 +32,7 @@ from chatgen import chat_streams, mutated_streams
 from helpers import chunked, until_error
 from hypothesis import given
 from hypothesis import strategies as st
+from test_api_readers import odd_streams
 from test_properties_framing import long_sse_bytes, sse_bytes
 
 from ssestate import (
@@ -55,11 +57,20 @@ MACHINES: dict[str, Make] = {
     "parser": lambda: EventStreamParser(max_event_size=64),
     "chat": lambda: ChatStream(max_event_size=256),
     "lenient-chat": lambda: ChatStream(strict=False),
+    "openai-responses": lambda: ChatStream(dialect="openai-responses"),
+    "anthropic": lambda: ChatStream(dialect="anthropic", max_event_size=512),
+    "gemini": lambda: ChatStream(dialect="gemini"),
+    "auto": lambda: ChatStream(dialect="auto"),
 }
 bodies = {
     "parser": st.one_of(sse_bytes(), long_sse_bytes()),
     "chat": st.one_of(chat_streams().map(lambda case: case.body), mutated_streams()),
     "lenient-chat": mutated_streams(),
+    # Captured payloads of each API, some members given odd values.
+    "openai-responses": odd_streams("openai-responses").map(lambda case: case[1]),
+    "anthropic": odd_streams("anthropic").map(lambda case: case[1]),
+    "gemini": odd_streams("gemini").map(lambda case: case[1]),
+    "auto": odd_streams().map(lambda case: case[1]),
 }
 # A machine, and a body for it.
 cases = st.sampled_from(sorted(MACHINES)).flatmap(lambda name: st.tuples(st.just(name), bodies[name]))
@@ -213,6 +224,8 @@ def reachable(table: dict[Any, Any], start: Any) -> set[Any]:
         (lambda: ChatStream(max_event_size=128), CHAT_TRANSITIONS),
         (lambda: ChatStream(500, "application/json", max_event_size=128), CHAT_TRANSITIONS),
         (lambda: ChatStream(strict=False, max_event_size=128), CHAT_TRANSITIONS),
+        (lambda: ChatStream(dialect="anthropic", max_event_size=128), CHAT_TRANSITIONS),
+        (lambda: ChatStream(dialect="auto", max_event_size=128), CHAT_TRANSITIONS),
     ],
 )
 @given(ops=operations)
