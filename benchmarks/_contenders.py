@@ -79,8 +79,8 @@ def ssestate_feed_json(chunks: list[bytes]) -> int:
     return n
 
 
-def chatstream(chunks: list[bytes]) -> int:
-    stream = ChatStream()
+def chatstream(chunks: list[bytes], dialect: str = "openai-chat") -> int:
+    stream = ChatStream(dialect=dialect)
     receive, next_event = stream.receive_data, stream.next_event
     n = 0
     for chunk in chunks:
@@ -93,8 +93,8 @@ def chatstream(chunks: list[bytes]) -> int:
     return n
 
 
-def chatstream_feed(chunks: list[bytes]) -> int:
-    feed = ChatStream().feed
+def chatstream_feed(chunks: list[bytes], dialect: str = "openai-chat") -> int:
+    feed = ChatStream(dialect=dialect).feed
     n = 0
     for chunk in [*chunks, b""]:
         n += len(feed(chunk))
@@ -188,7 +188,7 @@ def openai_stream_factory() -> Runner:
 
     # Recent SDKs build on ``httpx2``, older ones on ``httpx``: use whichever
     # module the SDK's streaming code was written against.
-    http: Any = getattr(openai._streaming, "httpx2", None) or openai._streaming.httpx
+    http: Any = getattr(openai._streaming, "httpx2", None) or getattr(openai._streaming, "httpx")  # noqa: B009
 
     client = openai.OpenAI(api_key="sk-benchmark", base_url="http://127.0.0.1:9/v1", max_retries=0)
     request = http.Request("POST", "http://127.0.0.1:9/v1/chat/completions")
@@ -212,7 +212,7 @@ def versions() -> dict[str, str]:
     import ssestate
 
     out = {"ssestate": ssestate.__version__}
-    for dist in ("httpx-sse", "sseclient-py", "openai", "httpx", "httpx2"):
+    for dist in ("httpx-sse", "sseclient-py", "openai", "anthropic", "google-genai", "httpx", "httpx2"):
         try:
             out[dist] = metadata.version(dist)
         except metadata.PackageNotFoundError:
@@ -239,7 +239,8 @@ def ssestate_events(chunks: list[bytes]) -> int:
 def httpx_sse_events(chunks: list[bytes]) -> int:
     from httpx_sse import EventSource
 
-    return sum(1 for _ in EventSource(_TextResponse(chunks)).iter_sse())  # type: ignore[arg-type]
+    source: Any = EventSource(_TextResponse(chunks))  # type: ignore[arg-type]
+    return sum(1 for _ in source.iter_sse())
 
 
 def openai_decoder_events(chunks: list[bytes]) -> int:

@@ -91,10 +91,23 @@ def anthropic_stream(n_chunks: int = 500, seed: int = SEED) -> Fixture:
     ``n_chunks`` text_delta events (a ping among them), message_delta with
     the stop reason and usage, message_stop."""
     rng = random.Random(seed)
-    message = {"model": "claude-sonnet-4-5", "id": "msg_" + _alnum(rng, 24), "type": "message", "role": "assistant",
-               "content": [], "stop_reason": None, "stop_sequence": None,
-               "usage": {"input_tokens": 25, "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0,
-                         "output_tokens": 1, "service_tier": "standard"}}  # fmt: skip
+    usage = {
+        "input_tokens": 25,
+        "cache_creation_input_tokens": 0,
+        "cache_read_input_tokens": 0,
+        "output_tokens": 1,
+        "service_tier": "standard",
+    }
+    message: dict[str, object] = {
+        "model": "claude-sonnet-4-5",
+        "id": "msg_" + _alnum(rng, 24),
+        "type": "message",
+        "role": "assistant",
+        "content": [],
+        "stop_reason": None,
+        "stop_sequence": None,
+        "usage": usage,
+    }
     events: list[tuple[str | None, str]] = [("message_start", _dumps({"type": "message_start", "message": message}))]
     events.append(
         (

@@ -30,6 +30,7 @@ alone with ``python -m benchmarks.bench_chat [--quick]``.
 
 from __future__ import annotations
 
+import functools
 import gc
 import json
 import sys
@@ -122,7 +123,7 @@ def _cell(fx: Fixture, label: str, scale: Scale, sdk: c.Runner) -> Cell:
     n_json = len(fx.json_payloads)
     expect = dict.fromkeys([*runners, "json floor"], n_json)
     expect["ChatStream"] = expect["ChatStream feed"] = c.chatstream([fx.body])  # the events of the whole body
-    contenders: dict[str, Callable[[], int]] = {name: (lambda run=run: run(chunks)) for name, run in runners.items()}
+    contenders: dict[str, Callable[[], int]] = {name: functools.partial(run, chunks) for name, run in runners.items()}
     contenders["json floor"] = c.json_floor(fx.json_payloads)
     moved = chunk(moving_envelope(fx).body, CHUNK_SIZES[label])
     contenders[MOVING] = lambda: c.chatstream(moved)

@@ -20,6 +20,7 @@ alone with ``python -m benchmarks.bench_framing [--quick]``.
 
 from __future__ import annotations
 
+import functools
 import sys
 import time
 from collections.abc import Callable
@@ -84,7 +85,7 @@ def _cell(fx: Fixture, label: str, scale: Scale) -> Cell:
         "sseclient-py": c.sseclient_json,
         "openai-decoder": c.openai_decoder_json,
     }
-    contenders: dict[str, Callable[[], int]] = {name: (lambda run=run: run(chunks)) for name, run in runners.items()}
+    contenders: dict[str, Callable[[], int]] = {name: functools.partial(run, chunks) for name, run in runners.items()}
     contenders["json floor"] = c.json_floor(fx.json_payloads)
     expect = dict.fromkeys([*runners, "json floor"], len(fx.json_payloads))
     cell = Cell(fx.name, label, len(fx.body), fx.events)
@@ -96,7 +97,7 @@ def _linear_cell(name: str, bodies: list[bytes], size: int, runners: dict[str, A
     for body in bodies:
         chunks = chunk(body, size)
         for peer, run in runners.items():
-            contenders[f"{peer}@{len(body)}"] = lambda run=run, chunks=chunks: run(chunks)
+            contenders[f"{peer}@{len(body)}"] = functools.partial(run, chunks)
     expect = dict.fromkeys(contenders, 1)
     cell = Cell(name, str(size), len(bodies[-1]), 1)
     return interleave(cell, contenders, expect, rounds=scale.linear_rounds, min_sample=0.0, max_run=60.0)

@@ -15,6 +15,7 @@ Run it with ``python -m benchmarks.floors [--rounds N]``.
 from __future__ import annotations
 
 import argparse
+import functools
 import platform
 from collections.abc import Callable
 
@@ -33,7 +34,7 @@ RUNNERS: dict[str, Callable[[list[bytes]], int]] = {
 def measure(fx: Fixture, label: str, rounds: int = 11) -> dict[str, float]:
     """Time over the json floor's, per contender (paired, median of rounds)."""
     chunks = chunk(fx.body, CHUNK_SIZES[label])
-    contenders: dict[str, Callable[[], int]] = {name: (lambda run=run: run(chunks)) for name, run in RUNNERS.items()}
+    contenders: dict[str, Callable[[], int]] = {name: functools.partial(run, chunks) for name, run in RUNNERS.items()}
     contenders["json floor"] = c.json_floor(fx.json_payloads)
     n = len(fx.json_payloads)
     events = c.chatstream([fx.body])

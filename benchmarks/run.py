@@ -1,12 +1,13 @@
 """One command for every benchmark: ``python -m benchmarks`` (or ``python -m benchmarks.run``).
 
-Runs the framing benchmark and the chat-layer benchmark, prints their tables
+Runs the framing benchmark, the chat-layer benchmark and the benchmark of
+the other APIs' dialects, prints their tables
 and target checklists, and writes every sample, median and ratio as JSON to
 ``benchmarks/results/latest.json`` (``--quick``: a smoke run of a few
 seconds, written to ``benchmarks/results/quick.tmp`` so that it never
 replaces the committed full results).
 
-Options: ``--quick``; ``--only framing|chat``; ``--rounds N`` (default 11);
+Options: ``--quick``; ``--only framing|chat|dialects``; ``--rounds N`` (default 11);
 ``--out PATH``; ``--update-readme`` (copy the printed report into
 ``benchmarks/README.md``, between its ``latest-results`` markers).
 """
@@ -25,7 +26,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from . import _contenders, bench_chat, bench_framing
+from . import _contenders, bench_chat, bench_dialects, bench_framing
 
 RESULTS = Path(__file__).parent / "results"
 README = Path(__file__).parent / "README.md"
@@ -57,7 +58,7 @@ def _machine() -> dict[str, Any]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks", description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="a smoke run of a few seconds (noisy numbers)")
-    parser.add_argument("--only", choices=["framing", "chat"], help="run one of the two benchmarks")
+    parser.add_argument("--only", choices=["framing", "chat", "dialects"], help="run one of the benchmarks")
     parser.add_argument("--rounds", type=int, help="rounds per cell (default: 11, --quick: 2)")
     parser.add_argument("--out", type=Path, help="where to write the JSON results")
     parser.add_argument("--update-readme", action="store_true", help="copy the report into benchmarks/README.md")
@@ -85,6 +86,13 @@ def main(argv: list[str] | None = None) -> int:
         t0 = time.perf_counter()
         text, results["chat"] = bench_chat.report(bench_chat.run(cscale, log=log))
         results["chat"]["elapsed_s"] = round(time.perf_counter() - t0, 1)
+        texts.append(text)
+    if args.only in (None, "dialects"):
+        t0 = time.perf_counter()
+        rounds = args.rounds or (2 if args.quick else 11)
+        dialect_results = bench_dialects.run(rounds=rounds, n_chunks=100 if args.quick else 500, log=log)
+        text, results["dialects"] = bench_dialects.report(dialect_results)
+        results["dialects"]["elapsed_s"] = round(time.perf_counter() - t0, 1)
         texts.append(text)
     machine["elapsed_s"] = round(time.perf_counter() - started, 1)
     machine["loadavg_end"] = os.getloadavg() if hasattr(os, "getloadavg") else None

@@ -19,15 +19,17 @@ import json
 from pathlib import Path
 from typing import Any
 
-from ssestate import CLOSED, ChatStream, EventStreamParser, ProtocolError, ServerSentEvent, _chat
+import ssestate._templates as templates
+from ssestate import CLOSED, ChatStream, EventStreamParser, ProtocolError, ServerSentEvent
 
 CAPTURES = Path(__file__).resolve().parent.parent / "tests" / "captures"
 COPIES = 20
+TEXT = ("content", "reasoning_content", "reasoning", "refusal")  # the members of a delta that hold text
 
 
 def _varying(payload: str) -> str | None:
     """The one varying string of a chunk, if it has exactly one.  The rule is
-    stated here on its own, not taken from ``_chat._text_hole``: the count of
+    stated here on its own, not taken from ``_templates.text_hole``: the count of
     chunks a template could read must not be defined by the code it
     measures (a finished chunk counts here, and ChatStream parses it)."""
     try:
@@ -40,7 +42,7 @@ def _varying(payload: str) -> str | None:
     delta = choices[0].get("delta")
     if type(delta) is not dict:
         return None
-    found = [v for k, v in delta.items() if k in _chat._TEXT and type(v) is str and v]
+    found = [v for k, v in delta.items() if k in TEXT and type(v) is str and v]
     calls = delta.get("tool_calls")
     if type(calls) is list and len(calls) == 1 and type(calls[0]) is dict and type(calls[0].get("function")) is dict:
         args = calls[0]["function"].get("arguments")
@@ -77,16 +79,16 @@ def reach(path: Path) -> tuple[int, int]:
             payloads += [event.data, *copies]
             readable += len(copies) + bool(copies)
     read = 0
-    fit = _chat.ChatStream._fit
+    fit = templates.Templates.fit
 
-    def counting(stream: ChatStream, data: Any) -> bool:
+    def counting(self: templates.Templates, data: Any, out: list[Any]) -> bool:
         nonlocal read
-        hit = fit(stream, data)
+        hit = fit(self, data, out)
         read += hit
         return hit
 
     stream = ChatStream(strict=False)
-    _chat.ChatStream._fit = counting  # type: ignore[method-assign]
+    templates.Templates.fit = counting  # type: ignore[method-assign]
     try:
         stream.receive_data("".join(f"data: {p}\n\n" for p in payloads).encode())
         stream.receive_data(b"")
@@ -95,7 +97,7 @@ def reach(path: Path) -> tuple[int, int]:
     except ProtocolError:
         pass
     finally:
-        _chat.ChatStream._fit = fit  # type: ignore[method-assign]
+        templates.Templates.fit = fit  # type: ignore[method-assign]
     return read, readable
 
 

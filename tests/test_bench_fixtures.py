@@ -3,7 +3,9 @@
 A benchmark is only as honest as its input: these tests pin the shape, size
 and determinism of every generator in ``benchmarks/fixtures.py`` and check
 that ``EventStreamParser`` reads each one into exactly the payloads the
-fixture says it carries, under every chunk size the benchmarks use.
+fixture says it carries, under every chunk size the benchmarks use; and the
+streams of the other APIs (``benchmarks/api_fixtures.py``) are complete
+answers that ``ChatStream`` reads the same under every chunking.
 """
 
 from __future__ import annotations
@@ -17,8 +19,19 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from benchmarks import api_fixtures as api
+from benchmarks import bench_dialects
 from benchmarks import fixtures as fx
-from ssestate import CLOSED, NEED_DATA, EventStreamParser, ServerSentEvent, Truncated
+from ssestate import (
+    CLOSED,
+    NEED_DATA,
+    Accumulator,
+    ChatStream,
+    Delta,
+    EventStreamParser,
+    ServerSentEvent,
+    Truncated,
+)
 
 HEAD_KEYS = ["id", "object", "created", "model", "system_fingerprint", "choices"]
 
@@ -310,3 +323,44 @@ def test_moving_envelope_keeps_the_events_and_moves_every_created(fixture: fx.Fi
     want = [{k: v for k, v in chunk.items() if k != "created"} for chunk in chunks_of(fixture)]
     assert [{k: v for k, v in chunk.items() if k != "created"} for chunk in chunks_of(moved)] == want
     assert moved.payloads[-1] == fixture.payloads[-1] == fx.DONE
+
+
+# -- the other APIs (benchmarks/api_fixtures.py) -------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("make", "dialect"),
+    [
+        (api.responses_stream, "openai-responses"),
+        (api.anthropic_stream, "anthropic"),
+        (api.gemini_stream, "gemini"),
+    ],
+)
+def test_api_streams_read_as_one_complete_answer(make: Any, dialect: str) -> None:
+    fixture = make(30)
+    assert make(30) == fixture  # seeded: the same bytes every time
+    assert parse([fixture.body]) == [
+        ServerSentEvent(event.event, event.data, "", None) for event in parse(fx.chunk(fixture.body, 1))
+    ]
+    assert [e.data for e in parse([fixture.body]) if type(e) is ServerSentEvent] == list(fixture.json_payloads)
+    acc = Accumulator()
+    for label in ("whole", "1460", "37"):
+        stream = ChatStream(dialect=dialect)
+        events = [e for piece in [*fx.chunk(fixture.body, fx.CHUNK_SIZES[label]), b""] for e in stream.feed(piece)]
+        if label == "whole":
+            for event in events:
+                acc.feed(event)
+        assert sum(type(e) is Delta and bool(e.content) for e in events) == 30, label
+    assert acc.outcome == "complete"
+    assert has_cjk(acc.choices[0].content) and has_astral(acc.choices[0].content)
+    assert (b"\r\n" in fixture.body) == (dialect == "gemini")  # Gemini writes CRLF
+
+
+def test_the_dialect_benchmark_runs() -> None:
+    # A smoke run of every cell (the SDKs that are installed included): the
+    # harness checks each contender's count of events.
+    text, summary = bench_dialects.report(bench_dialects.run(rounds=1, n_chunks=5, log=lambda _: None))
+    assert [(cell["stream"], cell["chunk"]) for cell in summary["cells"]] == [
+        (dialect, label) for dialect in bench_dialects.STREAMS for label in bench_dialects.LABELS
+    ]
+    assert "openai-responses @ 1460: ChatStream feed <= 1.0x json floor" in text
