@@ -24,8 +24,8 @@ endings, sequence numbers).  Beside it, ``<scenario>.json`` says:
   (``prompt_tokens``, ``completion_tokens``, ``total_tokens``) or null; and
   ``outcome`` (SPEC §4).
 
-Where OTHER-APIS.md §4 leaves a mapping open, the captures follow
-``tests/captures/apis/CHOICES.md``.
+Where OTHER-APIS.md §4 leaves a mapping open, the captures follow the
+choices README.md lists under "Other APIs".
 
 Each capture is checked three ways, so that a slip in any one place shows:
 
@@ -163,8 +163,10 @@ def test_every_capture_has_a_sidecar_and_back() -> None:
     assert {p.name for p in APIS.iterdir() if p.is_dir()} == set(DIALECTS)
 
 
-def test_choices_file_lists_one_choice_a_line() -> None:
-    text = (APIS / "CHOICES.md").read_text(encoding="utf-8")
+def test_the_readme_lists_the_choices_of_each_api() -> None:
+    readme = (Path(__file__).parent.parent / "README.md").read_text(encoding="utf-8")
+    section = readme.split("## Other APIs", 1)[1].split("\n## ", 1)[0]
+    text = section.split("Where the mapping leaves a choice open", 1)[1]
     choices = [line for line in text.splitlines() if line.startswith("- ")]
     assert len(choices) >= 10
     for line in choices:
@@ -380,7 +382,7 @@ def test_finish_words_follow_the_mapping(name: str) -> None:
             deltas.add(choice_key(entry))
         elif entry["event"] == "Finish":
             native = entry["native"]
-            # the server's own word is kept for every Finish of these formats (CHOICES.md)
+            # the server's own word is kept for every Finish of these formats (README, Other APIs)
             assert isinstance(native, str) and native
             if dialect == "gemini" and choice_key(entry) not in deltas and native in GEMINI_BLOCK_REASONS:
                 assert entry["reason"] == "content_filter", entry  # a blocked prompt
