@@ -170,7 +170,7 @@ def test_the_readme_lists_the_choices_of_each_api() -> None:
     choices = [line for line in text.splitlines() if line.startswith("- ")]
     assert len(choices) >= 10
     for line in choices:
-        assert line.startswith(("- All three:", "- Responses:", "- Anthropic:", "- Gemini:")), line
+        assert line.startswith(('- `"auto"`:', "- All three:", "- Responses:", "- Anthropic:", "- Gemini:")), line
 
 
 @pytest.mark.parametrize("name", NAMES)
