@@ -21,7 +21,8 @@ Every capture is fed under every chunking of ``helpers.chunkings`` and must
 give exactly the same events every time.
 
 Where SPEC §3 is silent the expectations assume the following (the same list
-is in ``test_chat.py``, which pins each one with a minimal case):
+is in ``test_chat.py``; its rows and those of ``test_chat_errors.py`` pin
+each one with a minimal case):
 
 * A tool fragment that carries ``index`` keeps it, whatever its ``id``: the
   "a different id starts a new call" rule of SPEC §3 is read as part of the
