@@ -1,0 +1,127 @@
+"""Templates on the other APIs: what a template reads is what a parse reads.
+
+Every capture of ``tests/captures/apis`` is stretched (each event that
+carries text followed by copies with the text changed, so that templates
+learn and then read), generated streams of captured payloads with odd
+values are drawn, and envelopes that must not be read by a template are
+written by hand; each is read with templates and with none (no payload is
+small enough to learn from) and must give the same events and error.
+"""
+
+from __future__ import annotations
+
+import json
+import unittest.mock
+from typing import Any
+
+import pytest
+from helpers import chunked, until_error
+from hypothesis import given
+from hypothesis import strategies as st
+from test_api_readers import NAMES, load, odd_streams
+
+import ssestate._templates
+from ssestate import ChatStream
+
+
+def without_templates(body: bytes, chunks: list[bytes], dialect: str, strict: bool = True) -> Any:
+    with unittest.mock.patch.object(ssestate._templates, "SIZE", 0):  # no payload is small enough to learn from
+        return until_error(ChatStream(dialect=dialect, strict=strict), chunks)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_captures_read_by_templates_read_as_parsed(name: str) -> None:
+    body, side = load(name)
+    stretched = stretch(body)
+    for dialect in (side["dialect"], "auto"):
+        for how, chunks in [
+            ("whole", [stretched]),
+            ("1460", [stretched[i : i + 1460] for i in range(0, len(stretched), 1460)]),
+        ]:
+            got = until_error(ChatStream(dialect=dialect), chunks)
+            want = without_templates(stretched, chunks, dialect)
+            assert (got[0], str(got[1])) == (want[0], str(want[1])), how
+
+
+TEXT_KEYS = (b'"delta":"', b'"text":"', b'"text": "', b'"partial_json":"', b'"thinking":"')
+
+
+def stretch(body: bytes) -> bytes:
+    """``body`` with each event that carries text followed by three copies
+    of it, the text changed in each (the envelope stays): templates learn
+    from the first and read the others."""
+    out = []
+    for block in body.split(b"\n\n"):
+        out.append(block)
+        if any(key in block for key in TEXT_KEYS):
+            for n in range(3):
+                copy = block
+                for key in TEXT_KEYS:
+                    copy = copy.replace(key, key + b"%d" % n)
+                out.append(copy)
+    return b"\n\n".join(out)
+
+
+@given(case=odd_streams(), data=st.data())
+def test_payloads_of_any_shape_read_by_templates_as_parsed(case: tuple[str, bytes], data: st.DataObject) -> None:
+    dialect, body = case
+    chunks = data.draw(chunked(body), label="chunks")
+    strict = data.draw(st.booleans())
+    got = until_error(ChatStream(dialect=dialect, strict=strict), chunks)
+    want = without_templates(body, chunks, dialect, strict)
+    assert (got[0], str(got[1])) == (want[0], str(want[1]))
+
+
+def responses_text(n: int, number: Any, first: bool = False, nested: bool = False) -> bytes:
+    """A Responses API text delta event, its sequence number written before
+    the delta (``first``) or after it, as OpenAI writes it; ``nested``: an
+    object after it holds a member of the same name and value."""
+    members: list[tuple[str, Any]] = [("type", "response.output_text.delta"), ("content_index", 0)]
+    members += [("delta", f"word {n} ")]
+    members.insert(1 if first else 3, ("sequence_number", number))
+    if nested:
+        members.append(("item", {"sequence_number": number}))
+    payload = json.dumps(dict(members), separators=(",", ":"))
+    return f"event: response.output_text.delta\ndata: {payload}\n\n".encode()
+
+
+def chat_chunk(content: str, pad: str, key: str) -> bytes:
+    """A chat chunk whose padding is followed by a top-level member ``key``."""
+    chunk = {"id": "c", "choices": [{"index": 0, "delta": {"content": content}}], "obfuscation": pad, key: "q"}
+    return b"data: " + json.dumps(chunk, separators=(",", ":")).encode() + b"\n\n"
+
+
+ODD_ENVELOPES = {
+    # The number a template reads where the sequence number varies must be
+    # a JSON integer that is not negative: anything else is parsed.
+    "sequence numbers of other types": (
+        "openai-responses",
+        b"".join(responses_text(n, n) for n in range(6))
+        + b"".join(responses_text(n, odd) for n, odd in enumerate([None, -1, "7", 2.5, True, 3e2, 8])),
+    ),
+    # A sequence number before the varying string: no template is learnt.
+    "the sequence number first": (
+        "openai-responses",
+        b"".join(responses_text(n, n, first=True) for n in range(12)),
+    ),
+    # The last "sequence_number" is not the top-level one: no template.
+    "a nested sequence number": (
+        "openai-responses",
+        b"".join(responses_text(n, n, nested=True) for n in range(12)),
+    ),
+    # The padding's value is also the key after it (found last): no template
+    # is learnt, else it would read any key there, an error member too.
+    "padding equal to a key": (
+        "openai-chat",
+        b"".join(chat_chunk(f"w{n}", "zz", "zz") for n in range(6)) + chat_chunk("w", "zz", "error"),
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(ODD_ENVELOPES))
+def test_odd_envelopes_read_by_templates_as_parsed(name: str) -> None:
+    dialect, body = ODD_ENVELOPES[name]
+    for chunks in ([body], [body[i : i + 1460] for i in range(0, len(body), 1460)], list(map(bytes, zip(body)))):
+        got = until_error(ChatStream(dialect=dialect), chunks)
+        want = without_templates(body, chunks, dialect)
+        assert (got[0], str(got[1])) == (want[0], str(want[1]))
