@@ -39,7 +39,13 @@ def responses_stream(n_chunks: int = 500, seed: int = SEED) -> Fixture:
     response.completed with usage."""
     rng = random.Random(seed)
     resp_id, msg_id = "resp_" + _alnum(rng, 48), "msg_" + _alnum(rng, 48)
-    response = {"id": resp_id, "object": "response", "created_at": 1768300000, "status": "in_progress", "model": "gpt-5"}
+    response = {
+        "id": resp_id,
+        "object": "response",
+        "created_at": 1768300000,
+        "status": "in_progress",
+        "model": "gpt-5",
+    }
     seq = iter(range(10**9))
     events: list[tuple[str | None, str]] = []
 
@@ -50,13 +56,27 @@ def responses_stream(n_chunks: int = 500, seed: int = SEED) -> Fixture:
     add("response.in_progress", response=response)
     item = {"id": msg_id, "type": "message", "status": "in_progress", "content": [], "role": "assistant"}
     add("response.output_item.added", item=item, output_index=0)
-    add("response.content_part.added", content_index=0, item_id=msg_id, output_index=0, part={"type": "output_text", "text": ""})
+    add(
+        "response.content_part.added",
+        content_index=0,
+        item_id=msg_id,
+        output_index=0,
+        part={"type": "output_text", "text": ""},
+    )
     text = []
     for _ in range(n_chunks):
         piece = _piece(rng)
         text.append(piece)
         pad = _alnum(rng, rng.randrange(1, 16))
-        add("response.output_text.delta", content_index=0, delta=piece, item_id=msg_id, logprobs=[], obfuscation=pad, output_index=0)
+        add(
+            "response.output_text.delta",
+            content_index=0,
+            delta=piece,
+            item_id=msg_id,
+            logprobs=[],
+            obfuscation=pad,
+            output_index=0,
+        )
     whole = "".join(text)
     add("response.output_text.done", content_index=0, item_id=msg_id, logprobs=[], output_index=0, text=whole)
     add("response.output_item.done", item={**item, "status": "completed"}, output_index=0)
@@ -76,13 +96,22 @@ def anthropic_stream(n_chunks: int = 500, seed: int = SEED) -> Fixture:
                "usage": {"input_tokens": 25, "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0,
                          "output_tokens": 1, "service_tier": "standard"}}  # fmt: skip
     events: list[tuple[str | None, str]] = [("message_start", _dumps({"type": "message_start", "message": message}))]
-    events.append(("content_block_start", _dumps({"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}})))
+    events.append(
+        (
+            "content_block_start",
+            _dumps({"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}}),
+        )
+    )
     events.append(("ping", '{"type": "ping"}'))
     for _ in range(n_chunks):
         delta = {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": _piece(rng)}}
         events.append(("content_block_delta", _dumps(delta)))
     events.append(("content_block_stop", '{"type":"content_block_stop","index":0          }'))
-    end = {"type": "message_delta", "delta": {"stop_reason": "end_turn", "stop_sequence": None}, "usage": {"output_tokens": n_chunks}}
+    end = {
+        "type": "message_delta",
+        "delta": {"stop_reason": "end_turn", "stop_sequence": None},
+        "usage": {"output_tokens": n_chunks},
+    }
     events.append(("message_delta", _dumps(end)))
     events.append(("message_stop", '{"type":"message_stop"            }'))
     return _fixture("anthropic", events)
@@ -98,7 +127,12 @@ def gemini_stream(n_chunks: int = 500, seed: int = SEED) -> Fixture:
         if k == n_chunks - 1:
             candidate["finishReason"] = "STOP"
         usage = {"promptTokenCount": 9, "candidatesTokenCount": k + 1, "totalTokenCount": 10 + k}
-        chunk = {"candidates": [candidate], "usageMetadata": usage, "modelVersion": "gemini-2.5-flash", "responseId": "r1"}
+        chunk = {
+            "candidates": [candidate],
+            "usageMetadata": usage,
+            "modelVersion": "gemini-2.5-flash",
+            "responseId": "r1",
+        }
         events.append((None, json_google(chunk)))
     return _fixture("gemini", events, "\r\n")
 
