@@ -143,10 +143,10 @@ def test_every_capture_translates_into_every_api(source: str, name: str, target:
     if acc.choices:
         assert (back.model, back.response_id) == (stream.model, stream.response_id)
     # The turn goes back in the target's shape, from either side of the gateway.
-    source = Accumulator()
+    read = Accumulator()
     for event in events:
-        source.feed(event)
-    for side in (source, acc):
+        read.feed(event)
+    for side in (read, acc):
         for i in side.choices:
             with contextlib.suppress(ToolArgumentsError):  # arguments that are not JSON
                 side.message(i, dialect=target)
