@@ -16,8 +16,8 @@ id when the ``Encoder`` was given them:
   keeps a call's fragments until the call is complete: until another call,
   text, a ``Finish`` or ``Done`` of its candidate.  Its arguments must then
   be a JSON object (``""`` is ``{}``); a call cut by the token limit
-  (``Finish`` ``length``) or by the end of the stream (``Truncated``) that is
-  not one is left out, any other is refused, and so is a fragment of a call
+  (``Finish`` ``length``), by an error finish or by the end of the stream
+  (``Truncated``) that is not one is left out, any other is refused, and so is a fragment of a call
   already written.  A ``thought_signature`` ``Continuation`` of the held
   call goes on its part; any other goes on an empty text part;
 * ``Finish`` is a payload with the candidate's ``finishReason`` (and the
@@ -193,7 +193,8 @@ class GeminiWriter(Writer):
 
     def finish(self, event: Finish) -> bytes:
         i, reason = event.choice, event.reason
-        parts = self._part(i, strict=reason != "length")
+        # A call the answer ended inside (the token limit, the server giving up) may be cut.
+        parts = self._part(i, strict=reason != "length" and reason not in ERROR_REASONS)
         self._wrote(i, parts)
         if reason in ERROR_REASONS:
             out = self._candidate(i, parts or [{"text": ""}]) if parts or i not in self._seen else b""

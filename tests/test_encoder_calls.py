@@ -161,7 +161,7 @@ def test_gemini_refuses_a_complete_call_whose_arguments_are_not_an_object(argume
 
 
 def test_gemini_leaves_out_a_call_cut_inside_its_arguments() -> None:
-    for end in (Finish(0, "length"), Truncated("eof-before-done")):
+    for end in (Finish(0, "length"), Finish(0, "error"), Truncated("eof-before-done")):
         written = write("gemini", [Delta(0, "Hi"), ToolCallFragment(0, 0, None, "f", '{"a": "unfini'), end])
         acc, _ = read_back("gemini", b"".join(written))
         assert acc.choices[0].tool_calls == []

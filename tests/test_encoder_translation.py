@@ -79,8 +79,8 @@ def _is_object(arguments: str) -> bool:
 
 
 def _gemini_calls(events: list[Any]) -> list[tuple[str, bool]]:
-    """Each call's arguments, and whether the stream cut it (the token limit
-    or the end came while it was the last thing of its choice)."""
+    """Each call's arguments, and whether the stream cut it (the token limit,
+    an error finish or the end came while it was the last thing of its choice)."""
     calls: dict[tuple[int, int], list[str]] = {}
     open_call: dict[int, tuple[int, int]] = {}
     cut: set[tuple[int, int]] = set()
@@ -89,7 +89,11 @@ def _gemini_calls(events: list[Any]) -> list[tuple[str, bool]]:
             key = (e.choice, e.index)
             calls.setdefault(key, []).append(e.arguments)
             open_call[e.choice] = key
-        elif type(e) is Finish and e.reason == "length" and e.choice in open_call:
+        elif (
+            type(e) is Finish
+            and e.reason in ("length", "error", "insufficient_system_resource")
+            and e.choice in open_call
+        ):
             cut.add(open_call.pop(e.choice))
         elif type(e) is Truncated:
             cut.update(open_call.values())
