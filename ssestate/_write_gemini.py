@@ -41,7 +41,7 @@ from typing import Any
 
 from ._events import Continuation, Delta, Done, Finish, Heartbeat, StreamError, ToolCallFragment, Truncated, Usage
 from ._gemini import finish_reason
-from ._writer import ERROR_REASONS, Call, Refused, Writer, dumps, native_or, sse, usage_object
+from ._writer import ERROR_REASONS, Call, Refused, Writer, dumps, json_text, native_or, sse, usage_object
 
 __all__ = ["GeminiWriter"]
 
@@ -248,6 +248,7 @@ class GeminiWriter(Writer):
             raise Refused(
                 f"the data of a 'thought_signature' Continuation must be a non-empty string, not {event.data!r}"
             )
+        json_text(event.data, "the data of a 'thought_signature' Continuation")
         held = self._held.get(event.choice)
         if held is not None and event.index == held.index:
             self._signatures[event.choice] = event.data

@@ -141,6 +141,7 @@ def test_another_apis_continuation_writes_nothing(dialect: str, continuation: Co
         ("openai-responses", Continuation(0, "reasoning_item", None), "must be an object, not NoneType"),
         ("openai-responses", Continuation(0, "reasoning_item", {"x": float("nan")}), "cannot be written as JSON"),
         ("gemini", Continuation(0, "thought_signature", b"sig"), "must be a non-empty string"),
+        ("gemini", Continuation(0, "thought_signature", "sig\ud800"), "cannot be written as JSON"),
     ],
 )
 def test_continuation_data_that_cannot_be_written_is_refused(
