@@ -9,6 +9,8 @@ from typing import Any
 
 import pytest
 from eventgen import DIALECTS, payloads, read_back, write
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from ssestate import (
     CLOSED,
@@ -275,3 +277,52 @@ def test_a_malformed_event_is_refused(dialect: str, event: Any, problem: str) ->
 def test_options_that_cannot_be_written_are_refused(options: dict[str, Any], problem: str) -> None:
     with pytest.raises(ValueError, match=problem):
         Encoder(**options)
+
+
+# Values of every type for every field (lone surrogates, NaN, bytes, objects
+# JSON cannot write), beside plausible ones, drawn from pools: each pool is
+# one sampled_from, so every value is as likely as the others.
+ODD: list[Any] = [None, True, -1, 1.5, float("nan"), b"x", [1], {"a": {1, 2}}, object(), "\ud800", "a\udcff"]
+TEXTS = ["", "x", "Grüß", "stop", "length", "error", "thinking", '{"a": 1}', "{", "}", "[1]", "c2ln", "\ud800"]
+DATA = [*TEXTS, {"thinking": "t", "signature": "s"}, {"thinking": "\ud800"}, {"signature": 1}, {"id": "rs_1"}]
+KINDS = ["thinking", "redacted_thinking", "thought_signature", "reasoning_item"]
+
+
+def field(*plausible: Any) -> st.SearchStrategy[Any]:
+    return st.sampled_from([*plausible, *ODD])
+
+
+CHOICE = field(0, 0, 0, 1)
+TEXT = field(*TEXTS)
+MAYBE = field(None, None, *TEXTS)
+ANY_EVENT = st.one_of(
+    st.builds(Delta, CHOICE, TEXT, MAYBE, MAYBE, MAYBE, field(None)),
+    st.builds(ToolCallFragment, CHOICE, field(0, 1, 2), MAYBE, MAYBE, TEXT),
+    st.builds(Finish, CHOICE, TEXT, MAYBE),
+    st.builds(Usage, field(0, 7), field(0, 7), field(0, 14), field({}, {"prompt_tokens": 0})),
+    st.builds(Heartbeat, TEXT),
+    st.builds(StreamError, field(None, 500), MAYBE, TEXT, MAYBE, field(None)),
+    st.builds(Continuation, CHOICE, field(*KINDS, *KINDS), field(*DATA), field(None, 0, 1)),
+    st.builds(Done, field(True)),
+    st.builds(Truncated, TEXT, field(0)),
+    field(Delta(0, "x")),  # not always an event: whatever a caller might pass
+)
+
+
+@pytest.mark.parametrize("dialect", DIALECTS)
+@settings(max_examples=1000, deadline=None)
+@given(events=st.lists(ANY_EVENT, max_size=12))
+def test_any_event_is_written_or_refused_and_what_is_written_reads(dialect: str, events: list[Any]) -> None:
+    """Whatever it is fed, an encoder writes bytes or raises ``LocalProtocolError``
+    (never another exception), and what it wrote is a stream its API's reader
+    takes without a fault."""
+    encoder = Encoder(dialect)
+    read_back(dialect, b"".join(written_or_refused(encoder, event) for event in events))
+
+
+def written_or_refused(encoder: Encoder, event: Any) -> bytes:
+    try:
+        return encoder.feed(event)
+    except LocalProtocolError as exc:
+        assert str(exc).startswith(("event #", "Encoder.feed() takes chat events"))
+        return b""
