@@ -8,6 +8,7 @@ Every public name is re-exported here from the private modules; import from
 from ._accumulate import Accumulator, Choice, Outcome, ToolArgumentsError, ToolCall
 from ._chat import ChatStream
 from ._encode import DONE_BYTES, encode, encode_chunk
+from ._encoders import Encoder
 from ._events import (
     ChatEvent,
     Continuation,
@@ -43,6 +44,7 @@ __all__ = (
     "Continuation",
     "Delta",
     "Done",
+    "Encoder",
     "EventStreamParser",
     "Finish",
     "FramingEvent",

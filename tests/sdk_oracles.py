@@ -6,6 +6,8 @@ mock transport that answers every request with the capture's status, content
 type and body (nothing leaves the process), calls the streaming method a user
 calls, and reports what came back:
 
+* ``openai_chat`` -- openai-python, ``client.chat.completions.stream(...)``:
+  iterates the stream and then asks ``get_final_completion()``;
 * ``openai_responses`` -- openai-python, ``client.responses.stream(...)``:
   iterates the ``ResponseStream`` and then asks ``get_final_response()``;
 * ``anthropic_messages`` -- anthropic-sdk-python, ``client.messages.stream(...)``:
@@ -99,6 +101,42 @@ def _joined(parts: list[str]) -> str | None:
 
 def _usage(prompt: int, completion: int, total: int) -> dict[str, int]:
     return {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": total}
+
+
+# --- OpenAI Chat Completions -----------------------------------------------------------------------
+
+
+def openai_chat(body: bytes, status: int = 200, content_type: str = "text/event-stream") -> SdkResult:
+    """What openai-python's chat streaming helper assembles; Chat Completions
+    has no native finish word, so ``native_finish_reason`` is the SDK's
+    ``finish_reason``, and the SDK's message has no reasoning."""
+    openai = importlib.import_module("openai")
+    client = openai.OpenAI(
+        api_key="sk-oracle",
+        base_url=f"{BASE_URL}/v1",
+        max_retries=0,
+        http_client=_client(_http_module("openai._base_client"), body, status, content_type),
+    )
+    try:
+        with client.chat.completions.stream(model="oracle", messages=[{"role": "user", "content": "oracle"}]) as stream:
+            for _ in stream:
+                pass
+            final = stream.get_final_completion()
+    except openai.APIError as exc:
+        return SdkResult("error", None, None, str(exc))
+    except Exception as exc:
+        raise SdkCrash(f"{type(exc).__name__}: {exc}") from exc
+    choices = {}
+    for c in final.choices:
+        calls = [
+            {"id": t.id, "name": t.function.name, "arguments": arguments_value(t.function.arguments)}
+            for t in c.message.tool_calls or []
+        ]
+        choices[str(c.index)] = _choice(c.message.content or "", None, c.message.refusal, c.finish_reason, calls)
+    usage = final.usage
+    counts = None if usage is None else _usage(usage.prompt_tokens, usage.completion_tokens, usage.total_tokens)
+    verdict = "finished" if choices and all(c.finish_reason for c in final.choices) else "truncated"
+    return SdkResult(verdict, choices, counts)
 
 
 # --- OpenAI Responses ------------------------------------------------------------------------------
@@ -287,3 +325,6 @@ def gemini_stream(body: bytes, status: int = 200, content_type: str = "text/even
 
 ORACLES = {"openai-responses": openai_responses, "anthropic": anthropic_messages, "gemini": gemini_stream}
 SDK_MODULES = {"openai-responses": "openai", "anthropic": "anthropic", "gemini": "google.genai"}
+# Every API's oracle, Chat Completions included (the API captures have no Chat Completions directory).
+ALL_ORACLES = {"openai-chat": openai_chat, **ORACLES}
+ALL_SDK_MODULES = {"openai-chat": "openai", **SDK_MODULES}
