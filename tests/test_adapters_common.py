@@ -75,9 +75,8 @@ def test_timeouts_and_phases() -> None:
     assert (err.phase, err.waited, err.limit) == ("first-byte", 5.5, 5.0)
     assert d.on_response(200, SSE, 102.0) is None
     assert d.phase == "first-byte"  # the head is not a body byte
-    d.feed(b": ping\n\n", 103.0)
+    assert d.feed(b": ping\n\n", 103.0) == [Heartbeat("ping")]
     assert (d.phase, d.deadline) == ("idle", 104.0)
-    assert d.events(103.0) == [Heartbeat("ping")]
     assert not d.emitted
     d.feed(CHUNK, 103.5)
     assert d.deadline == 104.5
@@ -107,28 +106,23 @@ def test_a_whole_call_with_one_retried_status() -> None:
     assert (d.attempt, d.attempts, d.status_code) == (1, 2, None)
     assert d.on_response(200, {"content-type": "text/event-stream; charset=utf-8"}, 1.1) is None
     assert d.content_type == "text/event-stream; charset=utf-8"
-    assert d.next_event(1.1) is None  # nothing fed yet
-    d.feed(CHUNK + b"data: [DONE]\n\ndata: ignored\n\n", 1.5)
-    assert d.events(1.6) == [Delta(0, "hi"), Done(True)]
+    assert d.feed(CHUNK + b"data: [DONE]\n\ndata: ignored\n\n", 1.5) == [Delta(0, "hi"), Done(True)]
     assert d.emitted
     assert d.finished
-    d.feed(b"more", 1.7)  # after Done, bytes are counted and ignored
-    assert d.next_event(1.7) is None
+    assert d.feed(b"more", 1.7) == []  # after Done, bytes are counted and ignored
     s = d.stats
     assert (s.bytes, s.events) == (len(CHUNK + b"data: [DONE]\n\ndata: ignored\n\nmore"), 2)
     assert s.ttfb == pytest.approx(0.5)
-    assert s.ttft == pytest.approx(0.6)
-    assert s.total == pytest.approx(0.6)
+    assert s.ttft == pytest.approx(0.5)  # the events of a read are handed out when it arrived
+    assert s.total == pytest.approx(0.5)  # Done ends the attempt
 
 
 def test_last_attempt_reads_the_error_body() -> None:
     d = StreamDriver(retry=RetryPolicy(max_retries=0))
     d.begin_attempt(0.0)
     assert d.on_response(503, [("Content-Type", "application/json")], 0.0) is None
-    d.feed(b'{"error":{"message":"busy"}}', 0.1)
-    assert d.events(0.1) == []
-    d.feed(b"", 0.2)
-    (event,) = d.events(0.2)
+    assert d.feed(b'{"error":{"message":"busy"}}', 0.1) == []
+    (event,) = d.feed(b"", 0.2)
     assert isinstance(event, StreamError)
     assert (event.status, event.message) == (503, "busy")
     assert d.finished  # CLOSED reached
@@ -140,14 +134,12 @@ def test_failures_and_the_emitted_rule() -> None:
     assert d.on_failure(ConnectionRefusedError(), 0.1) == 0.0
     d.begin_attempt(1.0)
     d.on_response(200, SSE, 1.0)
-    d.feed(CHUNK, 1.1)
-    assert d.events(1.1) == [Delta(0, "hi")]
+    assert d.feed(CHUNK, 1.1) == [Delta(0, "hi")]
     # Output was emitted: a failure is final, and the body ends Truncated.
     assert d.on_failure(ConnectionResetError(), 1.2) is None
     assert d.should_retry(0, 503, None, None) is None
-    d.feed(b"data: {", 1.3)
-    d.feed(b"", 1.4)
-    assert d.events(1.4) == [Truncated("partial-event", 7)]
+    assert d.feed(b"data: {", 1.3) == []
+    assert d.feed(b"", 1.4) == [Truncated("partial-event", 7)]
     assert d.finished
 
 

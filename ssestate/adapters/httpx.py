@@ -9,7 +9,9 @@ Both calls run the loop that ``ssestate.adapters._common`` describes,
 with ``client.send(request, stream=True)`` for the head and the response's
 raw byte iterator for the body: ``iter_raw``/``aiter_raw``, which hand over
 what arrived (one HTTP/1.1 chunk, one HTTP/2 DATA frame) without waiting
-for more and without decoding anything.  The request carries
+for more and without decoding anything.  Each piece goes to the driver's
+``ChatStream`` in one ``feed`` call, and the events it completes go to the
+caller as one list.  The request carries
 ``Accept-Encoding: identity``; a server that compresses anyway is read
 through ``iter_bytes``/``aiter_bytes`` (content decoding only, never text
 decoding).  The status and ``Content-Type`` of the response head go to the
@@ -73,11 +75,19 @@ except ImportError as exc:  # pragma: no cover - depends on the environment
     raise ImportError("ssestate.adapters.httpx needs httpx: pip install 'ssestate[httpx]'") from exc
 
 from .._chat import ChatStream
-from .._events import ChatEvent, Done
+from .._events import ChatEvent
 from .._framing import EventStreamParser, FramingEvent
 from .._retry import RetryPolicy, StreamTimeout
-from .._util import CLOSED, Sentinel
-from ._common import AsyncCall, BlockingCall, CallSurface, ChatRequest, HeaderInput, StreamDriver, build_request
+from ._common import (
+    AsyncCall,
+    BlockingCall,
+    CallSurface,
+    ChatRequest,
+    HeaderInput,
+    StreamDriver,
+    build_request,
+    settled,
+)
 
 __all__ = ["DEFAULT_RETRY", "AsyncHttpxCall", "HttpxCall", "aiter_events", "astream_chat", "iter_events", "stream_chat"]
 
@@ -115,18 +125,6 @@ def _header_pairs(response: httpx.Response) -> list[tuple[str, str]]:
     return [(name.decode(encoding), value.decode(encoding)) for name, value in response.headers.raw]
 
 
-def _drain(machine: ChatStream | EventStreamParser) -> tuple[list[ChatEvent | FramingEvent], bool]:
-    """The events available now, and whether the stream is finished."""
-    out: list[ChatEvent | FramingEvent] = []
-    while True:
-        event = machine.next_event()
-        if isinstance(event, Sentinel):
-            return out, event is CLOSED
-        out.append(event)
-        if type(event) is Done:
-            return out, True
-
-
 @overload
 def iter_events(response: httpx.Response, machine: None = ...) -> Iterator[ChatEvent]: ...
 @overload
@@ -154,14 +152,13 @@ def iter_events(
     if machine is None:
         machine = _machine_for(response)
     for data in _body(response):
-        machine.receive_data(data)
-        events, finished = _drain(machine)
+        events = machine.feed(data)
         yield from events
-        if finished:
+        if settled(machine, events, data):
             return
-    machine.receive_data(b"")
-    events, _ = _drain(machine)
+    events = machine.feed(b"")
     yield from events
+    settled(machine, events, b"")
 
 
 @overload
@@ -183,18 +180,17 @@ async def _aiter_events(
     chunks = _abody(response)
     try:
         async for data in chunks:
-            machine.receive_data(data)
-            events, finished = _drain(machine)
+            events = machine.feed(data)
             for event in events:
                 yield event
-            if finished:
+            if settled(machine, events, data):
                 return
     finally:
         await _aclose_iterator(chunks)
-    machine.receive_data(b"")
-    events, _ = _drain(machine)
+    events = machine.feed(b"")
     for event in events:
         yield event
+    settled(machine, events, b"")
 
 
 async def _aclose_iterator(chunks: AsyncIterator[bytes]) -> None:
@@ -284,6 +280,7 @@ class _CallBase(CallSurface):
         self._complete = False  # ... and was read to its end
         self._closed = False
         self._http_version: str | None = None
+        self._batch: list[ChatEvent] = []
 
     @property
     def response(self) -> httpx.Response | None:
@@ -354,14 +351,15 @@ class HttpxCall(_CallBase, BlockingCall):
         self._client = client
         self._chunks: Iterator[bytes] | None = None
         self._restore: Callable[[], None] | None = None
-        self._events: Generator[ChatEvent, None, None] | None = None
+        self._batches: Generator[list[ChatEvent], None, None] | None = None
 
     def close(self) -> None:
         """Close the response (and its connection, see the module
         docstring) and stop iterating; idempotent."""
         self._closed = True
-        if self._events is not None:
-            self._events.close()  # runs the loop's finally: closes the response
+        self._batch = []
+        if self._batches is not None:
+            self._batches.close()  # runs the loop's finally: closes the response
         self._disconnect()
         self._driver.close(time.monotonic())
 
@@ -370,7 +368,7 @@ class HttpxCall(_CallBase, BlockingCall):
         with contextlib.suppress(Exception):
             self._disconnect()
 
-    def _run(self) -> Generator[ChatEvent, None, None]:
+    def _run(self) -> Generator[list[ChatEvent], None, None]:
         driver = self._driver
         clock = time.monotonic
         try:
@@ -389,7 +387,7 @@ class HttpxCall(_CallBase, BlockingCall):
                     continue
                 self._chunks = _body(response)
                 self._restore = _bound_reads(response, self._driver)
-                while not driver.finished:
+                while not driver.finished:  # until Done, or the body ended (b"")
                     try:
                         data = self._read()
                     except (StreamTimeout, *_TRANSPORT_ERRORS) as exc:
@@ -397,11 +395,10 @@ class HttpxCall(_CallBase, BlockingCall):
                         if delay is not None:
                             break
                         data = b""  # the body was cut short: Truncated follows
-                    driver.feed(data, clock())
-                    while (event := driver.next_event(clock())) is not None:
-                        yield event
-                    if not data:
-                        break  # end of body: the machine has finished
+                    events = driver.feed(data, clock())
+                    if events:
+                        yield events
+                        driver.check()
                 if delay is None:
                     return
                 self._disconnect()  # the body failed before any output: try again
@@ -520,20 +517,21 @@ class AsyncHttpxCall(_CallBase, AsyncCall):
         super().__init__(request, driver, close_http2_connection)
         self._client = client
         self._chunks: AsyncIterator[bytes] | None = None
-        self._events: AsyncGenerator[ChatEvent, None] | None = None
+        self._batches: AsyncGenerator[list[ChatEvent], None] | None = None
 
     async def aclose(self) -> None:
         """Close the response (and its connection, see the module
         docstring) and stop iterating; idempotent."""
         self._closed = True
+        self._batch = []
         try:
-            if self._events is not None:
-                await self._events.aclose()  # runs the loop's finally
+            if self._batches is not None:
+                await self._batches.aclose()  # runs the loop's finally
         finally:
             await self._shielded_disconnect()
             self._driver.close(time.monotonic())
 
-    async def _run(self) -> AsyncGenerator[ChatEvent, None]:
+    async def _run(self) -> AsyncGenerator[list[ChatEvent], None]:
         driver = self._driver
         clock = time.monotonic
         try:
@@ -551,7 +549,7 @@ class AsyncHttpxCall(_CallBase, AsyncCall):
                     await anyio.sleep(delay)
                     continue
                 self._chunks = _abody(response)
-                while not driver.finished:
+                while not driver.finished:  # until Done, or the body ended (b"")
                     try:
                         data = await self._read()
                     except (StreamTimeout, *_TRANSPORT_ERRORS) as exc:
@@ -559,11 +557,10 @@ class AsyncHttpxCall(_CallBase, AsyncCall):
                         if delay is not None:
                             break
                         data = b""  # the body was cut short: Truncated follows
-                    driver.feed(data, clock())
-                    while (event := driver.next_event(clock())) is not None:
-                        yield event
-                    if not data:
-                        break  # end of body: the machine has finished
+                    events = driver.feed(data, clock())
+                    if events:
+                        yield events
+                        driver.check()
                 if delay is None:
                     return
                 await self._shielded_disconnect()  # the body failed before any output

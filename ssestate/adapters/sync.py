@@ -38,11 +38,10 @@ from collections.abc import Generator, Iterator, Mapping
 from typing import Any, Protocol, overload
 
 from .._chat import ChatStream
-from .._events import ChatEvent, Done
+from .._events import ChatEvent
 from .._framing import EventStreamParser, FramingEvent
 from .._retry import RetryPolicy, StreamTimeout
-from .._util import CLOSED, Sentinel
-from ._common import BlockingCall, ChatRequest, HeaderInput, StreamDriver, build_request
+from ._common import BlockingCall, ChatRequest, HeaderInput, StreamDriver, build_request, settled
 
 __all__ = ["DEFAULT_RETRY", "SyncCall", "iter_events", "stream_chat"]
 
@@ -82,17 +81,9 @@ def iter_events(
     read = getattr(readable, "read1", None) or readable.read
     while True:
         data = read(chunk_size)
-        machine.receive_data(data)
-        while True:
-            event = machine.next_event()
-            if isinstance(event, Sentinel):
-                if event is CLOSED:
-                    return
-                break  # NEED_DATA
-            yield event
-            if type(event) is Done:
-                return
-        if not data:  # pragma: no cover - a machine given end of stream never needs data
+        events = machine.feed(data)
+        yield from events
+        if settled(machine, events, data):
             return
 
 
@@ -163,14 +154,16 @@ class SyncCall(BlockingCall):
         self._conn: http.client.HTTPConnection | None = None
         self._sock: socket.socket | None = None
         self._response: http.client.HTTPResponse | None = None
-        self._events: Generator[ChatEvent, None, None] | None = None
+        self._batches: Generator[list[ChatEvent], None, None] | None = None
+        self._batch: list[ChatEvent] = []
         self._closed = False
 
     def close(self) -> None:
         """Close the connection and stop iterating (idempotent)."""
         self._closed = True
-        if self._events is not None:
-            self._events.close()  # runs the loop's finally: closes the connection
+        self._batch = []
+        if self._batches is not None:
+            self._batches.close()  # runs the loop's finally: closes the connection
         self._disconnect()
         self._driver.close(time.monotonic())
 
@@ -181,7 +174,7 @@ class SyncCall(BlockingCall):
 
     # -- the loop ---------------------------------------------------------------
 
-    def _run(self) -> Generator[ChatEvent, None, None]:
+    def _run(self) -> Generator[list[ChatEvent], None, None]:
         driver = self._driver
         clock = time.monotonic
         try:
@@ -198,20 +191,20 @@ class SyncCall(BlockingCall):
                     self._disconnect()
                     time.sleep(delay)
                     continue
-                while not driver.finished:
+                read, size = response.read1, self._chunk_size
+                while not driver.finished:  # until Done, or the body ended (b"")
                     try:
                         self._arm()
-                        data = response.read1(self._chunk_size)
+                        data = read(size)
                     except (StreamTimeout, *_TRANSPORT_ERRORS) as exc:
                         delay = driver.retry_read(self._failure(exc), exc, clock())
                         if delay is not None:
                             break
                         data = b""  # the body was cut short: Truncated follows
-                    driver.feed(data, clock())
-                    while (event := driver.next_event(clock())) is not None:
-                        yield event
-                    if not data:
-                        break  # end of body: the machine has finished
+                    events = driver.feed(data, clock())
+                    if events:
+                        yield events
+                        driver.check()
                 if delay is None:
                     return
                 self._disconnect()  # the body failed before any output: try again

@@ -129,22 +129,24 @@ class TrioCall(AsyncCall):
         self._receive_size = receive_size
         self._stream: trio.abc.Stream | None = None
         self._h11: h11.Connection | None = None
-        self._events: AsyncGenerator[ChatEvent, None] | None = None
+        self._batches: AsyncGenerator[list[ChatEvent], None] | None = None
+        self._batch: list[ChatEvent] = []
         self._closed = False
 
     async def aclose(self) -> None:
         """Close the connection and stop iterating (idempotent)."""
         self._closed = True
+        self._batch = []
         try:
-            if self._events is not None:
-                await self._events.aclose()  # runs the loop's finally
+            if self._batches is not None:
+                await self._batches.aclose()  # runs the loop's finally
         finally:
             self._driver.close(trio.current_time())
             await self._disconnect()
 
     # -- the loop ---------------------------------------------------------------
 
-    async def _run(self) -> AsyncGenerator[ChatEvent, None]:
+    async def _run(self) -> AsyncGenerator[list[ChatEvent], None]:
         driver = self._driver
         clock = trio.current_time
         try:
@@ -162,7 +164,7 @@ class TrioCall(AsyncCall):
                     await self._disconnect()
                     await trio.sleep(delay)
                     continue
-                while not driver.finished:
+                while not driver.finished:  # until Done, or the body ended (b"")
                     try:
                         data = await self._receive()
                     except (StreamTimeout, *_TRANSPORT_ERRORS) as exc:
@@ -170,11 +172,10 @@ class TrioCall(AsyncCall):
                         if delay is not None:
                             break
                         data = b""  # the body was cut short: Truncated follows
-                    driver.feed(data, clock())
-                    while (event := driver.next_event(clock())) is not None:
-                        yield event
-                    if not data:
-                        break  # end of body: the machine has finished
+                    events = driver.feed(data, clock())
+                    if events:
+                        yield events
+                        driver.check()
                 if delay is None:
                     return
                 await self._disconnect()  # the body failed before any output: try again
