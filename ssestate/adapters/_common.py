@@ -106,6 +106,7 @@ from .._state import ChatState
 from .._stats import StatsRecorder, StreamStats
 
 __all__ = [
+    "LATE",
     "AsyncCall",
     "BlockingCall",
     "CallSurface",
@@ -118,6 +119,13 @@ __all__ = [
 ]
 
 HeaderInput = Union[Mapping[str, str], Iterable[tuple[str, str]]]
+
+# How long a read made after the deadline waits.  When the caller kept the
+# events longer than the limit, bytes that arrived meanwhile arrived in
+# time: such a read takes them, and times out only when there are none.
+# (Not 0: a timeout of 0 makes a blocking socket non-blocking, and the error
+# it raises is not a timeout.)
+LATE = 0.001
 
 _DEFAULT_PORTS = {"http": 80, "https": 443}
 

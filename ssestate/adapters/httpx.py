@@ -11,33 +11,25 @@ raw byte iterator for the body: ``iter_raw``/``aiter_raw``, which hand over
 what arrived (one HTTP/1.1 chunk, one HTTP/2 DATA frame) without waiting
 for more and without decoding anything.  Each piece goes to the driver's
 ``ChatStream`` in one ``feed`` call, and the events it completes go to the
-caller as one list.  The request carries
-``Accept-Encoding: identity``; a server that compresses anyway is read
-through ``iter_bytes``/``aiter_bytes`` (content decoding only, never text
-decoding).  The status and ``Content-Type`` of the response head go to the
-driver's ``ChatStream``; headers keep the case the server sent.
+caller as one list.  The request carries ``Accept-Encoding: identity``; a
+server that compresses anyway is read through ``iter_bytes``/``aiter_bytes``
+(content decoding only, never text decoding).  The status and
+``Content-Type`` of the response head go to the driver's ``ChatStream``;
+headers keep the case the server sent.
 
 Timeouts.  The driver owns one deadline: the first-byte limit from the
-start of the attempt (connecting, a pool slot and the head included) to the
+start of the attempt (a pool slot, connecting and the head included) to the
 first body byte, then the idle limit from each body byte to the next.
-
-* Async: every await on the network (``send`` for the head, then each step
-  of the body iterator) runs inside an ``anyio.move_on_after`` scope set to
-  the time left until that deadline, so the same code works under asyncio
-  and trio; httpx's own timeouts are switched off for these requests
-  (``httpx.Timeout(None)``) so that only that deadline applies.
-* Sync: a blocking read can only be bounded by the socket timeout httpx
-  passes down, and httpx fixes it per request, not per read.  So the
-  request's timeout dict (``request.extensions["timeout"]``, which httpcore
-  consults) has its ``read`` entry rewritten with the time left before every
-  step of the body iterator; httpcore's HTTP/2 connection reads that entry
-  on every network read, so on HTTP/2 that is enough.  httpcore's HTTP/1.1
-  connection reads it once, when the body starts; there the adapter also
-  routes the connection's reads (the ``network_stream`` the response
-  exposes) through a wrapper that passes the time left on every read, and
-  removes the wrapper when the response is closed.  The head is bounded by
-  ``httpx.Timeout(first_byte_timeout)`` (connect, pool, write, read).
-  Whatever fires, an httpx timeout becomes the driver's ``StreamTimeout``.
+httpx's own timeouts are replaced, for these requests, by a mapping that
+answers every question httpcore asks (``connect``, ``pool``, ``write``,
+``read``) with the time left until that deadline, and every network read of
+the body asks it again (``_httpcore.Timeouts``, ``bound_reads``): the bound
+is the transport's own read timeout, which it arms on every read anyway,
+so keeping the deadline costs a clock reading per read and no timer of
+ours.  The async head also runs inside one ``anyio.move_on_after`` scope
+ending at the first-byte deadline, so that a head that trickles in is cut
+exactly there.  Whatever fires, an httpx timeout becomes the driver's
+``StreamTimeout``.
 
 Closing.  ``close()``/``aclose()``, leaving the ``with`` block, breaking out
 of the loop (then the ``with`` block, or garbage collection, closes the
@@ -62,14 +54,12 @@ from __future__ import annotations
 
 import contextlib
 import math
-import socket
 import time
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Generator, Iterator, Mapping
 from typing import Any, overload
 
 try:
     import anyio
-    import httpcore
     import httpx
 except ImportError as exc:  # pragma: no cover - depends on the environment
     raise ImportError("ssestate.adapters.httpx needs httpx: pip install 'ssestate[httpx]'") from exc
@@ -88,6 +78,7 @@ from ._common import (
     build_request,
     settled,
 )
+from ._httpcore import Timeouts, bound_reads, close_network
 
 __all__ = ["DEFAULT_RETRY", "AsyncHttpxCall", "HttpxCall", "aiter_events", "astream_chat", "iter_events", "stream_chat"]
 
@@ -274,8 +265,10 @@ class _CallBase(CallSurface):
     def __init__(self, request: ChatRequest, driver: StreamDriver, close_http2_connection: bool) -> None:
         self.request = request
         self._driver = driver
+        self._timeouts = Timeouts(driver)
         self._close_http2 = close_http2_connection
         self._response: httpx.Response | None = None
+        self._restore: Callable[[], None] | None = None  # removes bound_reads' wrapper
         self._reading = False  # the current response's body is being read
         self._complete = False  # ... and was read to its end
         self._closed = False
@@ -293,19 +286,21 @@ class _CallBase(CallSurface):
         """``"HTTP/1.1"``, ``"HTTP/2"``, ... of the last response, or None."""
         return self._http_version
 
-    def _build(self, client: httpx.Client | httpx.AsyncClient, timeout: httpx.Timeout) -> httpx.Request:
+    def _build(self, client: httpx.Client | httpx.AsyncClient) -> httpx.Request:
         request = self.request
-        return client.build_request(
-            request.method, request.url, content=request.body, headers=list(request.headers), timeout=timeout
-        )
+        built = client.build_request(request.method, request.url, content=request.body, headers=list(request.headers))
+        built.extensions["timeout"] = self._timeouts  # every wait httpcore makes asks the driver's deadline
+        return built
 
-    def _accept(self, response: httpx.Response) -> float | None:
-        """The head arrived: hand it to the driver."""
+    def _accept(self, response: httpx.Response, *, is_async: bool) -> float | None:
+        """The head arrived: hand it to the driver; its reads follow the deadline."""
         self._response = response
         self._http_version = response.http_version
         self._reading = self._complete = False
         delay = self._driver.on_response(response.status_code, _header_pairs(response), time.monotonic())
         self._reading = delay is None
+        if self._reading:
+            self._restore = bound_reads(response, self._timeouts, is_async=is_async)
         return delay
 
     def _failure(self, exc: BaseException) -> BaseException:
@@ -314,23 +309,17 @@ class _CallBase(CallSurface):
             return self._driver.timeout_error(time.monotonic())
         return exc
 
-    def _left(self) -> float | None:
-        """Seconds left until the deadline; raises ``StreamTimeout`` when none are."""
-        return _time_left(self._driver)
-
-    def _abandoning_http2(self, response: httpx.Response) -> Any:
-        """The network stream to close with ``response``: an HTTP/2
-        connection whose stream would otherwise be left generating (its
-        body is being read and neither ended nor reached ``Done``)."""
-        if (
-            self._close_http2
-            and self._reading
-            and not self._complete
-            and not self._driver.finished
-            and response.http_version == "HTTP/2"
-        ):
-            return response.extensions.get("network_stream")
-        return None
+    def _take(self) -> tuple[httpx.Response | None, bool]:
+        """Let go of the response; says whether to close its connection: an
+        HTTP/2 connection whose stream would otherwise be left generating
+        (its body is being read and neither ended nor reached ``Done``)."""
+        response, restore = self._response, self._restore
+        self._response = self._restore = None
+        if restore is not None:
+            restore()
+        if response is None or response.http_version != "HTTP/2" or not self._reading or self._complete:
+            return response, False
+        return response, self._close_http2 and not self._driver.finished
 
 
 class HttpxCall(_CallBase, BlockingCall):
@@ -350,7 +339,6 @@ class HttpxCall(_CallBase, BlockingCall):
         super().__init__(request, driver, close_http2_connection)
         self._client = client
         self._chunks: Iterator[bytes] | None = None
-        self._restore: Callable[[], None] | None = None
         self._batches: Generator[list[ChatEvent], None, None] | None = None
 
     def close(self) -> None:
@@ -375,26 +363,27 @@ class HttpxCall(_CallBase, BlockingCall):
             while True:  # one pass per attempt
                 driver.begin_attempt(clock())
                 try:
-                    response = self._open()
+                    response = self._client.send(self._build(self._client), stream=True)
                 except (StreamTimeout, *_TRANSPORT_ERRORS) as exc:
                     self._disconnect()
                     time.sleep(driver.retry_open(self._failure(exc), exc, clock()))
                     continue
-                delay = self._accept(response)
+                delay = self._accept(response, is_async=False)
                 if delay is not None:  # a retryable status: its body is not read
                     self._disconnect()
                     time.sleep(delay)
                     continue
-                self._chunks = _body(response)
-                self._restore = _bound_reads(response, self._driver)
+                chunks = self._chunks = _body(response)
                 while not driver.finished:  # until Done, or the body ended (b"")
                     try:
-                        data = self._read()
+                        data = next(chunks, b"")  # the body iterators never yield b""
                     except (StreamTimeout, *_TRANSPORT_ERRORS) as exc:
                         delay = driver.retry_read(self._failure(exc), exc, clock())
                         if delay is not None:
                             break
                         data = b""  # the body was cut short: Truncated follows
+                    else:
+                        self._complete = not data
                     events = driver.feed(data, clock())
                     if events:
                         yield events
@@ -407,29 +396,10 @@ class HttpxCall(_CallBase, BlockingCall):
             self._disconnect()
             driver.close(clock())
 
-    def _open(self) -> httpx.Response:
-        left = self._left()
-        request = self._build(self._client, httpx.Timeout(left))
-        return self._client.send(request, stream=True)
-
-    def _read(self) -> bytes:
-        """The next piece of the body (``b""`` at its end), within the deadline."""
-        assert self._chunks is not None and self._response is not None
-        timeouts = self._response.request.extensions.get("timeout")
-        left = self._left()
-        if isinstance(timeouts, dict):
-            timeouts["read"] = left
-        data = next(self._chunks, None)
-        if data is None:
-            self._complete = True
-            return b""
-        return data
-
     def _disconnect(self) -> None:
-        response, chunks, restore = self._response, self._chunks, self._restore
-        self._response = self._chunks = self._restore = None
-        if restore is not None:
-            restore()
+        chunks = self._chunks
+        self._chunks = None
+        response, close_connection = self._take()
         if chunks is not None:
             close = getattr(chunks, "close", None)
             if close is not None:
@@ -437,69 +407,13 @@ class HttpxCall(_CallBase, BlockingCall):
                     close()
         if response is None:
             return
-        network = self._abandoning_http2(response)
-        if network is not None:
-            sock = network.get_extra_info("socket")
-            if isinstance(sock, socket.socket):
-                # Wake any thread blocked reading this connection; the base
-                # class method, because ssl.SSLSocket.shutdown() would also
-                # drop the TLS state under that thread's feet.
-                with contextlib.suppress(OSError):
-                    socket.socket.shutdown(sock, socket.SHUT_RDWR)
+        if close_connection:
             with contextlib.suppress(Exception):
-                network.close()
+                network = close_network(response)
+                if network is not None:
+                    network.close()
         with contextlib.suppress(*_TRANSPORT_ERRORS):
             response.close()
-
-
-def _time_left(driver: StreamDriver) -> float | None:
-    """Seconds left until the driver's deadline (None: no deadline); raises
-    ``StreamTimeout`` when none are left."""
-    now = time.monotonic()
-    left = driver.read_timeout(now)
-    if left is not None and left <= 0:
-        raise driver.timeout_error(now)
-    return left
-
-
-def _bound_reads(response: httpx.Response, driver: StreamDriver) -> Callable[[], None] | None:
-    """Make every network read of an HTTP/1.1 response end by the driver's deadline.
-
-    httpcore's HTTP/1.1 connection reads through the ``network_stream`` the
-    response exposes, with one timeout fixed when the body starts.  An
-    instance attribute ``read`` on that stream takes precedence over the
-    class's method, so the wrapper below sees every read and passes the
-    time left until the driver's deadline instead.  Returns the function
-    that removes the wrapper, or None when there is nothing to wrap (HTTP/2,
-    whose connection reads the per-request timeout on every read, or a
-    transport without a network stream).  The wrapper holds the driver,
-    never the call, so a call that is dropped can still be collected (and
-    its response closed) while the connection lives on in the pool.
-    """
-    if response.http_version == "HTTP/2":
-        return None
-    stream = response.extensions.get("network_stream")
-    read = getattr(stream, "read", None)
-    if not callable(read):
-        return None
-
-    def bounded_read(max_bytes: int, timeout: float | None = None) -> bytes:
-        try:
-            limit = _time_left(driver)
-        except StreamTimeout as exc:
-            raise httpcore.ReadTimeout(str(exc)) from exc
-        return read(max_bytes, limit)  # type: ignore[no-any-return]
-
-    try:
-        stream.read = bounded_read  # type: ignore[union-attr]
-    except (AttributeError, TypeError):  # pragma: no cover - a stream with slots
-        return None
-
-    def restore() -> None:
-        with contextlib.suppress(AttributeError):
-            del stream.read  # type: ignore[union-attr]
-
-    return restore
 
 
 class AsyncHttpxCall(_CallBase, AsyncCall):
@@ -543,20 +457,22 @@ class AsyncHttpxCall(_CallBase, AsyncCall):
                     await self._shielded_disconnect()
                     await anyio.sleep(driver.retry_open(self._failure(exc), exc, clock()))
                     continue
-                delay = self._accept(response)
+                delay = self._accept(response, is_async=True)
                 if delay is not None:  # a retryable status: its body is not read
                     await self._shielded_disconnect()
                     await anyio.sleep(delay)
                     continue
-                self._chunks = _abody(response)
+                chunks = self._chunks = _abody(response)
                 while not driver.finished:  # until Done, or the body ended (b"")
                     try:
-                        data = await self._read()
+                        data = await anext(chunks, b"")  # the body iterators never yield b""
                     except (StreamTimeout, *_TRANSPORT_ERRORS) as exc:
                         delay = driver.retry_read(self._failure(exc), exc, clock())
                         if delay is not None:
                             break
                         data = b""  # the body was cut short: Truncated follows
+                    else:
+                        self._complete = not data
                     events = driver.feed(data, clock())
                     if events:
                         yield events
@@ -570,22 +486,10 @@ class AsyncHttpxCall(_CallBase, AsyncCall):
             await self._shielded_disconnect()
 
     async def _open(self) -> httpx.Response:
-        left = self._left()
-        request = self._build(self._client, httpx.Timeout(None))
-        with anyio.move_on_after(math.inf if left is None else left):
-            return await self._client.send(request, stream=True)
-        raise self._driver.timeout_error(time.monotonic())
-
-    async def _read(self) -> bytes:
-        """The next piece of the body (``b""`` at its end), within the deadline."""
-        assert self._chunks is not None
-        left = self._left()
-        with anyio.move_on_after(math.inf if left is None else left):
-            try:
-                return await self._chunks.__anext__()
-            except StopAsyncIteration:
-                self._complete = True
-                return b""
+        deadline = self._driver.deadline
+        left = math.inf if deadline is None else deadline - time.monotonic()
+        with anyio.move_on_after(left):
+            return await self._client.send(self._build(self._client), stream=True)
         raise self._driver.timeout_error(time.monotonic())
 
     async def _shielded_disconnect(self) -> None:
@@ -596,16 +500,18 @@ class AsyncHttpxCall(_CallBase, AsyncCall):
             await self._disconnect()
 
     async def _disconnect(self) -> None:
-        response, chunks = self._response, self._chunks
-        self._response = self._chunks = None
+        chunks = self._chunks
+        self._chunks = None
+        response, close_connection = self._take()
         if chunks is not None:
             with contextlib.suppress(*_TRANSPORT_ERRORS):
                 await _aclose_iterator(chunks)
         if response is None:
             return
-        network = self._abandoning_http2(response)
-        if network is not None:
+        if close_connection:
             with contextlib.suppress(Exception):
-                await network.aclose()
+                network = close_network(response)
+                if network is not None:
+                    await network.aclose()
         with contextlib.suppress(*_TRANSPORT_ERRORS):
             await response.aclose()

@@ -15,7 +15,9 @@ time left until the driver's deadline: the first-byte limit runs from the
 start of the attempt (connecting and the head included) to the first body
 byte, the idle limit from each body byte to the next.  Any byte, a
 heartbeat comment included, pushes the deadline back, so a stream that
-keeps sending is never cut however long it lasts.
+keeps sending is never cut however long it lasts; a read made after the
+deadline (the caller kept the events that long) still takes the bytes that
+arrived meanwhile (``_common.LATE``).
 
 Closing shuts the socket down (``shutdown(SHUT_RDWR)`` sends the FIN at
 once, whatever references ``http.client`` still holds) and closes it.  It
@@ -41,7 +43,7 @@ from .._chat import ChatStream
 from .._events import ChatEvent
 from .._framing import EventStreamParser, FramingEvent
 from .._retry import RetryPolicy, StreamTimeout
-from ._common import BlockingCall, ChatRequest, HeaderInput, StreamDriver, build_request, settled
+from ._common import LATE, BlockingCall, ChatRequest, HeaderInput, StreamDriver, build_request, settled
 
 __all__ = ["DEFAULT_RETRY", "SyncCall", "iter_events", "stream_chat"]
 
@@ -220,12 +222,11 @@ class SyncCall(BlockingCall):
         return exc
 
     def _arm(self) -> None:
-        """Set the socket timeout to what is left until the deadline."""
+        """Set the socket timeout to what is left until the deadline
+        (``LATE`` when it has passed: what arrived meanwhile still counts)."""
         left = self._driver.read_timeout(time.monotonic())
-        if left is not None and left <= 0:
-            raise self._driver.timeout_error(time.monotonic())
         if self._sock is not None:
-            self._sock.settimeout(left)
+            self._sock.settimeout(None if left is None else max(left, LATE))
 
     def _open(self) -> http.client.HTTPResponse:
         request = self.request

@@ -1,0 +1,120 @@
+"""What the httpx adapter asks of httpcore, the engine under httpx.
+
+Theory of operation
+-------------------
+httpx hands its requests to httpcore and exposes little of it; the httpx
+adapter needs two things httpx has no switch for.  Each lives here, each
+falls back to what httpx does by itself when httpcore looks different.
+
+**Timeouts that follow the driver's deadline.**  httpcore asks the
+request's ``extensions["timeout"]`` for a number with ``.get(name)`` when it
+waits for a pool slot, connects, writes, and reads.  ``Timeouts`` is that
+mapping: every ``get`` answers the seconds left until the driver's
+deadline (the first-byte limit from the start of the attempt, then the idle
+limit from the latest body byte).  So the
+bound is the transport's own read timeout, which httpcore arms on every
+read anyway (a socket timeout, or one ``fail_after`` scope per read in
+async code): following the deadline costs one clock reading, no timer of
+our own.  On HTTP/2 httpcore asks before every network read.  On HTTP/1.1
+it asks once, when the body starts, and then passes that number to every
+read; ``bound_reads`` makes those reads ask again: an instance attribute
+``read`` on the connection's network stream (the ``network_stream`` the
+response exposes) takes precedence over the class's method, so a wrapper
+installed there sees every read of that response and passes the time left.
+The wrapper holds the ``Timeouts``, never the call, so that a call dropped
+without closing can still be collected; it is removed when the response is
+closed, before the connection can serve anybody else.
+
+**Closing one HTTP/2 connection.**  httpcore never resets a stream whose
+response was closed before the server ended it: the server would go on
+writing into a stream nobody reads.  ``close_network`` shuts the socket of
+the connection (waking any thread blocked reading it), so that the adapter
+can close the connection of an abandoned response.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import socket
+import time
+from collections.abc import Callable
+from typing import Any
+
+import httpx
+
+from ._common import LATE, StreamDriver
+
+__all__ = ["Timeouts", "bound_reads", "close_network"]
+
+
+class Timeouts(dict):  # type: ignore[type-arg]  # httpcore reads it as a dict
+    """``request.extensions["timeout"]`` that answers the time left until
+    ``driver.deadline``."""
+
+    __slots__ = ("driver",)
+
+    def __init__(self, driver: StreamDriver) -> None:
+        super().__init__()
+        self.driver = driver
+
+    def left(self) -> float | None:
+        """Seconds until the deadline (``LATE`` when it has passed), or None."""
+        deadline = self.driver.deadline
+        if deadline is None:
+            return None
+        return max(deadline - time.monotonic(), LATE)
+
+    def get(self, key: str, default: Any = None) -> float | None:
+        return self.left()
+
+
+def bound_reads(response: httpx.Response, timeouts: Timeouts, *, is_async: bool) -> Callable[[], None] | None:
+    """Make every read of an HTTP/1.1 response's connection ask ``timeouts``.
+
+    Returns the function that removes the wrapper, or None when there is
+    nothing to wrap (HTTP/2 asks ``timeouts`` itself; a transport without a
+    network stream).
+    """
+    if response.http_version != "HTTP/1.1":
+        return None
+    stream = response.extensions.get("network_stream")
+    read = getattr(stream, "read", None)
+    if not callable(read):
+        return None
+    bounded: Callable[..., Any]
+    if is_async:
+
+        async def bounded(max_bytes: int, timeout: float | None = None) -> bytes:
+            return await read(max_bytes, timeouts.left())  # type: ignore[no-any-return]
+
+    else:
+
+        def bounded(max_bytes: int, timeout: float | None = None) -> bytes:
+            return read(max_bytes, timeouts.left())  # type: ignore[no-any-return]
+
+    try:
+        stream.read = bounded  # type: ignore[union-attr]
+    except (AttributeError, TypeError):  # pragma: no cover - a stream with slots
+        return None
+
+    def restore() -> None:
+        with contextlib.suppress(AttributeError):
+            del stream.read  # type: ignore[union-attr]
+
+    return restore
+
+
+def close_network(response: httpx.Response) -> Any:
+    """Shut the socket of the response's connection; returns the network
+    stream (async: ``await stream.aclose()`` next), or None."""
+    network = response.extensions.get("network_stream")
+    if network is None:
+        return None
+    sock = network.get_extra_info("socket")
+    if isinstance(sock, socket.socket):
+        # Wake any thread blocked reading this connection; the base class
+        # method, because ssl.SSLSocket.shutdown() would also drop the TLS
+        # state under that thread's feet.
+        with contextlib.suppress(OSError):
+            socket.socket.shutdown(sock, socket.SHUT_RDWR)
+    return network
