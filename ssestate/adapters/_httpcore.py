@@ -9,9 +9,9 @@ falls back to what httpx does by itself when httpcore looks different.
 **Timeouts that follow the driver's deadline.**  httpcore asks the
 request's ``extensions["timeout"]`` for a number with ``.get(name)`` when it
 waits for a pool slot, connects, writes, and reads.  ``Timeouts`` is that
-mapping: every ``get`` answers the seconds left until the driver's
-deadline (the first-byte limit from the start of the attempt, then the idle
-limit from the latest body byte).  So the
+mapping: every ``get`` answers the seconds left until the deadline (the
+driver's: the first-byte limit from the start of the attempt, then the idle
+limit from the latest body byte; or a drain's, see ``until``).  So the
 bound is the transport's own read timeout, which httpcore arms on every
 read anyway (a socket timeout, or one ``fail_after`` scope per read in
 async code): following the deadline costs one clock reading, no timer of
@@ -48,18 +48,24 @@ __all__ = ["Timeouts", "bound_reads", "close_network"]
 
 
 class Timeouts(dict):  # type: ignore[type-arg]  # httpcore reads it as a dict
-    """``request.extensions["timeout"]`` that answers the time left until
-    ``driver.deadline``."""
+    """``request.extensions["timeout"]`` that answers the time left.
 
-    __slots__ = ("driver",)
+    Attributes:
+        driver: whose ``deadline`` bounds every wait.
+        until: a clock reading that replaces the driver's deadline (set to
+            read the end of a body after ``Done`` for a short while).
+    """
+
+    __slots__ = ("driver", "until")
 
     def __init__(self, driver: StreamDriver) -> None:
         super().__init__()
         self.driver = driver
+        self.until: float | None = None
 
     def left(self) -> float | None:
         """Seconds until the deadline (``LATE`` when it has passed), or None."""
-        deadline = self.driver.deadline
+        deadline = self.driver.deadline if self.until is None else self.until
         if deadline is None:
             return None
         return max(deadline - time.monotonic(), LATE)

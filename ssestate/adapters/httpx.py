@@ -31,18 +31,29 @@ ending at the first-byte deadline, so that a head that trickles in is cut
 exactly there.  Whatever fires, an httpx timeout becomes the driver's
 ``StreamTimeout``.
 
+Keeping the connection.  Iteration ends at ``Done`` without waiting for
+the server.  A response closed before the end of its body takes its
+HTTP/1.1 connection with it, so after ``Done`` the adapter reads what is
+left of the body (the terminating chunk, which a server writes right after
+``[DONE]``) for at most ``DRAIN_TIME`` seconds and ``DRAIN_BYTES`` bytes,
+then closes the response: when the body ended, httpx keeps the connection
+for the next request; when the server holds it open, the connection is
+closed.  That read happens when the caller asks for the event after
+``Done`` (the end of its loop) or closes the call normally; an exception on
+its way (cancellation included) closes at once.
+
 Closing.  ``close()``/``aclose()``, leaving the ``with`` block, breaking out
 of the loop (then the ``with`` block, or garbage collection, closes the
 call), closing a generator that iterates the call, an exception, asyncio
-task cancellation and trio or anyio cancel scopes all close the response
-at once; the async close runs shielded from the cancellation that caused
-it.  On HTTP/1.1 httpx then closes the connection (a response that was not
-read to its end cannot be reused), and the server sees the FIN.  On HTTP/2,
-httpx (httpcore 1.x) does not reset a stream that was closed early: the
-server would go on generating into a stream nobody reads, its DATA frames
-eating the connection's flow-control window.  So by default the adapter
-closes the whole HTTP/2 connection when it abandons a response before
-``Done`` or the end of the body (cancellation, a timeout, an error;
+task cancellation and trio or anyio cancel scopes all close the response;
+the async close runs shielded from the cancellation that caused it.  On
+HTTP/1.1 httpx then closes a connection whose body was not read to its
+end, and the server sees the FIN.  On HTTP/2, httpx (httpcore 1.x) does
+not reset a stream that was closed early: the server would go on
+generating into a stream nobody reads, its DATA frames eating the
+connection's flow-control window.  So by default the adapter closes the
+whole HTTP/2 connection when it abandons a response before ``Done`` or the
+end of the body (cancellation, a timeout, an error;
 ``close_http2_connection=True``); other requests multiplexed on that
 connection fail with a transport error.  After ``Done`` the generation is
 over, and the connection stays in the pool for the next call.  Pass
@@ -68,6 +79,7 @@ from .._chat import ChatStream
 from .._events import ChatEvent
 from .._framing import EventStreamParser, FramingEvent
 from .._retry import RetryPolicy, StreamTimeout
+from .._state import ChatState
 from ._common import (
     AsyncCall,
     BlockingCall,
@@ -80,9 +92,29 @@ from ._common import (
 )
 from ._httpcore import Timeouts, bound_reads, close_network
 
-__all__ = ["DEFAULT_RETRY", "AsyncHttpxCall", "HttpxCall", "aiter_events", "astream_chat", "iter_events", "stream_chat"]
+__all__ = [
+    "DEFAULT_RETRY",
+    "DRAIN_BYTES",
+    "DRAIN_TIME",
+    "AsyncHttpxCall",
+    "HttpxCall",
+    "aiter_events",
+    "astream_chat",
+    "iter_events",
+    "stream_chat",
+]
 
 DEFAULT_RETRY = RetryPolicy()
+
+# After Done, what is left of an HTTP/1.1 body is read for at most this long
+# and this much, so that the connection can serve the next request.  A server
+# writes the terminating chunk right after [DONE], so it is normally there at
+# once; the time covers a delayed ACK holding it back (Nagle's algorithm on a
+# server that did not turn it off), and is about what a new connection would
+# cost behind TLS.  A server that holds the body open loses its connection
+# after that time.
+DRAIN_TIME = 0.25
+DRAIN_BYTES = 65536
 
 # Failures of the connection (refused, reset, a body cut short, a timeout),
 # as opposed to bugs and to errors in what the caller asked for.
@@ -309,6 +341,23 @@ class _CallBase(CallSurface):
             return self._driver.timeout_error(time.monotonic())
         return exc
 
+    @property
+    def _after_done(self) -> bool:
+        """``Done`` was handed out and the body has not ended (a body that
+        ended or failed leaves the machine ``CLOSED``)."""
+        machine = self._driver.machine
+        return machine is not None and machine.state is ChatState.DONE and self._reading and not self._complete
+
+    def _start_drain(self) -> bool:
+        """Whether to read the rest of the body before closing (``Done`` came
+        on an HTTP/1.1 body that has not ended; see the module docstring),
+        and if so, reads from now on wait until ``DRAIN_TIME`` from now."""
+        response = self._response
+        if response is None or response.http_version != "HTTP/1.1" or not self._after_done:
+            return False
+        self._timeouts.until = time.monotonic() + DRAIN_TIME
+        return True
+
     def _take(self) -> tuple[httpx.Response | None, bool]:
         """Let go of the response; says whether to close its connection: an
         HTTP/2 connection whose stream would otherwise be left generating
@@ -342,10 +391,19 @@ class HttpxCall(_CallBase, BlockingCall):
         self._batches: Generator[list[ChatEvent], None, None] | None = None
 
     def close(self) -> None:
-        """Close the response (and its connection, see the module
-        docstring) and stop iterating; idempotent."""
+        """Close the response and stop iterating; idempotent.  After
+        ``Done`` the rest of the body is read first, for a short while, so
+        that the connection can be reused (see the module docstring)."""
+        self._shut(finish=True)
+
+    def _abort(self) -> None:
+        self._shut(finish=False)
+
+    def _shut(self, *, finish: bool) -> None:
         self._closed = True
         self._batch = []
+        if finish:
+            self._finish_body()
         if self._batches is not None:
             self._batches.close()  # runs the loop's finally: closes the response
         self._disconnect()
@@ -389,12 +447,26 @@ class HttpxCall(_CallBase, BlockingCall):
                         yield events
                         driver.check()
                 if delay is None:
+                    self._finish_body()
                     return
                 self._disconnect()  # the body failed before any output: try again
                 time.sleep(delay)
         finally:
             self._disconnect()
             driver.close(clock())
+
+    def _finish_body(self) -> None:
+        """After ``Done``: read the rest of the body, briefly (``_start_drain``)."""
+        chunks = self._chunks
+        if chunks is None or not self._start_drain():
+            return
+        budget = DRAIN_BYTES
+        with contextlib.suppress(*_TRANSPORT_ERRORS):
+            for data in chunks:
+                budget -= len(data)
+                if budget < 0:
+                    return
+            self._complete = True
 
     def _disconnect(self) -> None:
         chunks = self._chunks
@@ -434,11 +506,18 @@ class AsyncHttpxCall(_CallBase, AsyncCall):
         self._batches: AsyncGenerator[list[ChatEvent], None] | None = None
 
     async def aclose(self) -> None:
-        """Close the response (and its connection, see the module
-        docstring) and stop iterating; idempotent."""
+        """Close the response and stop iterating; idempotent (see ``HttpxCall.close``)."""
+        await self._shut(finish=True)
+
+    async def _abort(self) -> None:
+        await self._shut(finish=False)
+
+    async def _shut(self, *, finish: bool) -> None:
         self._closed = True
         self._batch = []
         try:
+            if finish:
+                await self._finish_body()
             if self._batches is not None:
                 await self._batches.aclose()  # runs the loop's finally
         finally:
@@ -478,6 +557,7 @@ class AsyncHttpxCall(_CallBase, AsyncCall):
                         yield events
                         driver.check()
                 if delay is None:
+                    await self._finish_body()
                     return
                 await self._shielded_disconnect()  # the body failed before any output
                 await anyio.sleep(delay)
@@ -491,6 +571,19 @@ class AsyncHttpxCall(_CallBase, AsyncCall):
         with anyio.move_on_after(left):
             return await self._client.send(self._build(self._client), stream=True)
         raise self._driver.timeout_error(time.monotonic())
+
+    async def _finish_body(self) -> None:
+        """After ``Done``: read the rest of the body, briefly (``_start_drain``)."""
+        chunks = self._chunks
+        if chunks is None or not self._start_drain():
+            return
+        budget = DRAIN_BYTES
+        with contextlib.suppress(*_TRANSPORT_ERRORS):
+            async for data in chunks:
+                budget -= len(data)
+                if budget < 0:
+                    return
+            self._complete = True
 
     async def _shielded_disconnect(self) -> None:
         # Closing must finish even inside a cancelled scope (the very
