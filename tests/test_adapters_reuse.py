@@ -104,8 +104,8 @@ class CountingServer:
             elif isinstance(step, float):
                 threading.Event().wait(step)
             elif step == "end":
+                self.ended.set()  # before the client can read the end
                 sock.sendall(b"0\r\n\r\n")
-                self.ended.set()
             else:  # hold until the client goes away
                 start = time.monotonic()
                 gone = not sock.recv(1)
