@@ -293,3 +293,67 @@ def test_async_cancellation_ends_the_stream_at_the_server() -> None:
         ended = app.ended_for(0)
     assert ended is not None
     assert (ended.outcome, ended.step < 10) == ("disconnected", True)
+
+
+@pytest.mark.parametrize("mode", ["httpx", "httpx-asyncio"])
+def test_after_done_the_stream_ends_at_the_server_and_the_connection_stays(mode: str) -> None:
+    # The server would hold the stream open after [DONE] for 30 s: the
+    # adapter resets it, while the client and its connection stay open.
+    scripts = (Script(steps=[*HELLO, "hold"]), Script(steps=HELLO))
+    with hypercorn_server(*scripts) as (url, app):
+
+        async def two_calls(client: httpx.AsyncClient) -> None:
+            async with sse_httpx.astream_chat(client, url, PAYLOAD) as call:
+                assert [e async for e in call] == HELLO_EVENTS
+            assert await asyncio.to_thread(app.ended_for, 0) == Ended(0, "disconnected", len(HELLO))
+            async with sse_httpx.astream_chat(client, url, PAYLOAD) as call:
+                assert [e async for e in call] == HELLO_EVENTS
+
+        if mode == "httpx":
+            with httpx.Client(verify=default_tls(), http2=True, http1=False) as client:
+                with sse_httpx.stream_chat(client, url, PAYLOAD) as call:
+                    assert list(call) == HELLO_EVENTS
+                assert app.ended_for(0) == Ended(0, "disconnected", len(HELLO))
+                with sse_httpx.stream_chat(client, url, PAYLOAD) as call:
+                    assert list(call) == HELLO_EVENTS
+        else:
+
+            async def main() -> None:
+                async with httpx.AsyncClient(verify=default_tls(), http2=True, http1=False) as client:
+                    await two_calls(client)
+
+            asyncio.run(main())
+        assert app.ended_for(1) == Ended(1, "complete", len(HELLO))
+    assert app.versions == ["2", "2"]
+    assert app.clients[0] == app.clients[1]  # one connection for both
+
+
+@pytest.mark.parametrize("mode", ["httpx", "httpx-asyncio"])
+def test_leaving_early_can_end_only_the_stream(mode: str) -> None:
+    # close_http2_connection=False: the stream is reset, the connection kept.
+    kwargs: dict[str, Any] = {"close_http2_connection": False}
+    with hypercorn_server(long_stream(), Script(steps=HELLO)) as (url, app):
+        if mode == "httpx":
+            with httpx.Client(verify=default_tls(), http2=True, http1=False) as client:
+                with sse_httpx.stream_chat(client, url, PAYLOAD, **kwargs) as call:
+                    assert next(call) == Delta(0, "t0 ")
+                ended = app.ended_for(0)
+                with sse_httpx.stream_chat(client, url, PAYLOAD, **kwargs) as call:
+                    assert list(call) == HELLO_EVENTS
+        else:
+
+            async def main() -> Ended | None:
+                async with httpx.AsyncClient(verify=default_tls(), http2=True, http1=False) as client:
+                    async with sse_httpx.astream_chat(client, url, PAYLOAD, **kwargs) as call:
+                        async for event in call:
+                            assert event == Delta(0, "t0 ")
+                            break
+                    first = await asyncio.to_thread(app.ended_for, 0)
+                    async with sse_httpx.astream_chat(client, url, PAYLOAD, **kwargs) as call:
+                        assert [e async for e in call] == HELLO_EVENTS
+                return first
+
+            ended = asyncio.run(main())
+    assert ended is not None
+    assert (ended.outcome, ended.step < 10) == ("disconnected", True)
+    assert app.clients[0] == app.clients[1]

@@ -3,7 +3,7 @@
 Theory of operation
 -------------------
 httpx hands its requests to httpcore and exposes little of it; the httpx
-adapter needs two things httpx has no switch for.  Each lives here, each
+adapter needs three things httpx has no switch for.  Each lives here, each
 falls back to what httpx does by itself when httpcore looks different.
 
 **Timeouts that follow the driver's deadline.**  httpcore asks the
@@ -25,11 +25,23 @@ The wrapper holds the ``Timeouts``, never the call, so that a call dropped
 without closing can still be collected; it is removed when the response is
 closed, before the connection can serve anybody else.
 
-**Closing one HTTP/2 connection.**  httpcore never resets a stream whose
+**Ending one HTTP/2 stream.**  httpcore never resets a stream whose
 response was closed before the server ended it: the server would go on
-writing into a stream nobody reads.  ``close_network`` shuts the socket of
-the connection (waking any thread blocked reading it), so that the adapter
-can close the connection of an abandoned response.
+writing into a stream nobody reads.  ``reset_h2_stream`` sends
+``RST_STREAM(CANCEL)`` for it through httpcore's own HTTP/2 connection
+(found by following the wrappers of the response's byte stream: httpx's
+``BoundSyncStream`` -> its transport's ``ResponseStream`` -> httpcore's
+``PoolByteStream`` -> the connection's stream, which knows its connection),
+under the connection's write lock, as httpcore writes.  A stream that had
+already ended gets nothing (h2 refuses to reset a closed stream).  h2 then
+answers any frame still arriving on that stream, credits the connection's
+flow-control window for it, and the connection stays usable for the next
+request.
+
+**Closing one HTTP/2 connection.**  ``close_network`` shuts the
+connection's socket (waking any thread blocked reading it) and closes it:
+for a caller who chose to drop the connection of an abandoned response, or
+when the stream cannot be reset.
 """
 
 from __future__ import annotations
@@ -44,7 +56,11 @@ import httpx
 
 from ._common import LATE, StreamDriver
 
-__all__ = ["Timeouts", "bound_reads", "close_network"]
+__all__ = ["Timeouts", "areset_h2_stream", "bound_reads", "close_network", "reset_h2_stream"]
+
+# The most a reset's write may wait (thirteen bytes; only a peer that stopped
+# reading altogether makes it wait at all).
+_WRITE_WAIT = 1.0
 
 
 class Timeouts(dict):  # type: ignore[type-arg]  # httpcore reads it as a dict
@@ -108,6 +124,57 @@ def bound_reads(response: httpx.Response, timeouts: Timeouts, *, is_async: bool)
             del stream.read  # type: ignore[union-attr]
 
     return restore
+
+
+def _h2_connection(response: httpx.Response) -> Any:
+    """httpcore's HTTP/2 connection carrying ``response``, or None."""
+    layer: Any = response.stream
+    for _ in range(8):
+        connection = getattr(layer, "_connection", None)
+        if connection is not None and hasattr(connection, "_h2_state"):
+            return connection
+        layer = getattr(layer, "_stream", None) or getattr(layer, "_httpcore_stream", None)
+        if layer is None:
+            break
+    return None
+
+
+def _reset_frame(connection: Any, stream_id: int) -> bytes:
+    """The bytes of ``RST_STREAM(CANCEL)`` for the stream; b"" when it has
+    ended already."""
+    import h2.errors  # noqa: PLC0415 - installed only with the http2 extra, and only HTTP/2 comes here
+    import h2.exceptions  # noqa: PLC0415
+
+    try:
+        connection._h2_state.reset_stream(stream_id, h2.errors.ErrorCodes.CANCEL)
+    except h2.exceptions.ProtocolError:  # closed already: nothing to end
+        return b""
+    return connection._h2_state.data_to_send()  # type: ignore[no-any-return]
+
+
+def reset_h2_stream(response: httpx.Response) -> bool:
+    """End the response's HTTP/2 stream (blocking client); False when its
+    connection cannot be found."""
+    connection, stream_id = _h2_connection(response), response.extensions.get("stream_id")
+    if connection is None or not isinstance(stream_id, int):
+        return False
+    with connection._write_lock:
+        data = _reset_frame(connection, stream_id)
+        if data:
+            connection._network_stream.write(data, _WRITE_WAIT)
+    return True
+
+
+async def areset_h2_stream(response: httpx.Response) -> bool:
+    """``reset_h2_stream`` for an async client."""
+    connection, stream_id = _h2_connection(response), response.extensions.get("stream_id")
+    if connection is None or not isinstance(stream_id, int):
+        return False
+    async with connection._write_lock:
+        data = _reset_frame(connection, stream_id)
+        if data:
+            await connection._network_stream.write(data, _WRITE_WAIT)
+    return True
 
 
 def close_network(response: httpx.Response) -> Any:

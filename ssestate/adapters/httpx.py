@@ -48,17 +48,15 @@ call), closing a generator that iterates the call, an exception, asyncio
 task cancellation and trio or anyio cancel scopes all close the response;
 the async close runs shielded from the cancellation that caused it.  On
 HTTP/1.1 httpx then closes a connection whose body was not read to its
-end, and the server sees the FIN.  On HTTP/2, httpx (httpcore 1.x) does
-not reset a stream that was closed early: the server would go on
-generating into a stream nobody reads, its DATA frames eating the
-connection's flow-control window.  So by default the adapter closes the
-whole HTTP/2 connection when it abandons a response before ``Done`` or the
-end of the body (cancellation, a timeout, an error;
-``close_http2_connection=True``); other requests multiplexed on that
-connection fail with a transport error.  After ``Done`` the generation is
-over, and the connection stays in the pool for the next call.  Pass
-``False`` to keep the connection in every case and leave the stream to
-httpx.
+end, and the server sees the FIN.  On HTTP/2, httpx (httpcore 1.x) closes
+the response without telling the server, which would go on generating into
+a stream nobody reads.  So the adapter ends the stream itself: after
+``Done`` it resets the stream (``RST_STREAM``; nothing is sent when the
+server had ended it) and the connection stays in the pool; a response
+abandoned before ``Done`` takes its whole connection down by default
+(``close_http2_connection=True``: other requests multiplexed on it fail
+with a transport error), or has its stream reset with ``False``, which
+keeps the connection.
 """
 
 from __future__ import annotations
@@ -90,7 +88,7 @@ from ._common import (
     build_request,
     settled,
 )
-from ._httpcore import Timeouts, bound_reads, close_network
+from ._httpcore import Timeouts, areset_h2_stream, bound_reads, close_network, reset_h2_stream
 
 __all__ = [
     "DEFAULT_RETRY",
@@ -255,7 +253,9 @@ def stream_chat(  # noqa: PLR0917 - the positional order SPEC §7 fixes
         strict: a ``data`` payload that is not JSON raises (True) or is
             skipped (False).
         close_http2_connection: on HTTP/2, close the connection when a
-            response is abandoned before ``Done`` (see the module docstring).
+            response is abandoned before ``Done`` (True), or reset the
+            response's stream and keep the connection (False); see the
+            module docstring.
 
     Returns:
         An ``HttpxCall``: use it as a context manager and iterate it.
@@ -358,17 +358,20 @@ class _CallBase(CallSurface):
         self._timeouts.until = time.monotonic() + DRAIN_TIME
         return True
 
-    def _take(self) -> tuple[httpx.Response | None, bool]:
-        """Let go of the response; says whether to close its connection: an
-        HTTP/2 connection whose stream would otherwise be left generating
-        (its body is being read and neither ended nor reached ``Done``)."""
+    def _take(self) -> tuple[httpx.Response | None, str]:
+        """Let go of the response; says how to end an HTTP/2 stream that
+        the server has not ended: "reset", "close" (the connection), or ""."""
         response, restore = self._response, self._restore
         self._response = self._restore = None
         if restore is not None:
             restore()
         if response is None or response.http_version != "HTTP/2" or not self._reading or self._complete:
-            return response, False
-        return response, self._close_http2 and not self._driver.finished
+            return response, ""
+        if self._after_done:
+            return response, "reset"
+        if self._driver.finished:  # the body ended or failed: nothing is left generating
+            return response, ""
+        return response, "close" if self._close_http2 else "reset"
 
 
 class HttpxCall(_CallBase, BlockingCall):
@@ -471,7 +474,7 @@ class HttpxCall(_CallBase, BlockingCall):
     def _disconnect(self) -> None:
         chunks = self._chunks
         self._chunks = None
-        response, close_connection = self._take()
+        response, end = self._take()
         if chunks is not None:
             close = getattr(chunks, "close", None)
             if close is not None:
@@ -479,8 +482,10 @@ class HttpxCall(_CallBase, BlockingCall):
                     close()
         if response is None:
             return
-        if close_connection:
-            with contextlib.suppress(Exception):
+        with contextlib.suppress(Exception):
+            if end == "reset" and not reset_h2_stream(response):
+                end = "close"
+            if end == "close":
                 network = close_network(response)
                 if network is not None:
                     network.close()
@@ -595,14 +600,16 @@ class AsyncHttpxCall(_CallBase, AsyncCall):
     async def _disconnect(self) -> None:
         chunks = self._chunks
         self._chunks = None
-        response, close_connection = self._take()
+        response, end = self._take()
         if chunks is not None:
             with contextlib.suppress(*_TRANSPORT_ERRORS):
                 await _aclose_iterator(chunks)
         if response is None:
             return
-        if close_connection:
-            with contextlib.suppress(Exception):
+        with contextlib.suppress(Exception):
+            if end == "reset" and not await areset_h2_stream(response):
+                end = "close"
+            if end == "close":
                 network = close_network(response)
                 if network is not None:
                     await network.aclose()
