@@ -13,21 +13,23 @@ same bytes on every run) and cut into the pieces a server writes: 1,460
 bytes each (one TCP segment), each framed as one HTTP/1.1 chunk.  A request
 names its body in the JSON ``model`` member, ``"<fixture>-<size>"``:
 ``chat-2000`` is ``fixtures.chat_stream(2000)``, ``tool-190`` is
-``fixtures.tool_call_stream(190)``.  The response is ``200``,
+``fixtures.tool_call_stream(190)``; ``-paced`` after it (``chat-2000-paced``)
+asks for the same body paced (below).  The response is ``200``,
 ``text/event-stream``, chunked; after the terminating chunk the connection
 stays open for the next request (keep-alive) unless the client asked for
 ``Connection: close``.
 
 Each connection gets a thread that writes its pieces with ``sendall``, as
-fast as it can (``--pace S`` sleeps S seconds between two writes, to play
-a model that is generating).  The client reads what has arrived: a read of
-the socket may hold many pieces, but every transport hands them over one
-HTTP chunk at a time (``read1``, ``iter_raw``/``aiter_raw``, h11's
-``Data``), so a client's loop runs once per piece, about 370 times for a
-2,000-event chat stream, as it would on a stream that trickles in.
-Pacing adds a wakeup per write, which on a virtual machine costs more CPU
-than reading the piece and buries the differences between clients; the
-benchmark does not pace.
+fast as it can.  The client reads what has arrived: a read of the socket
+may hold many pieces, but every transport hands them over one HTTP chunk at
+a time (``read1``, ``iter_raw``/``aiter_raw``, h11's ``Data``), so a
+client's loop runs once per piece, about 370 times for a 2,000-event chat
+stream.  What a client spends per read of the socket shows only when the
+pieces arrive one by one, as they do from a model that is generating: a
+paced body sleeps ``PACE`` seconds between two writes (``time.sleep`` is
+precise to tens of microseconds, an event loop's timers only to a
+millisecond).  Each paced read then also costs the client a wakeup, which
+on a virtual machine costs more than reading the piece.
 
 Commands on standard input, one a line, each answered with one line:
 ``count`` prints ``<connections accepted> <responses completed>`` (the
@@ -48,9 +50,10 @@ import time
 
 from . import fixtures
 
-__all__ = ["PIECE", "body", "main", "pieces"]
+__all__ = ["PACE", "PIECE", "body", "main", "pieces"]
 
 PIECE = 1460
+PACE = 0.0003
 HEAD = (
     b"HTTP/1.1 200 OK\r\n"
     b"Content-Type: text/event-stream\r\n"
@@ -63,7 +66,7 @@ END = b"0\r\n\r\n"
 @functools.cache
 def body(model: str) -> bytes:
     """The body a request for ``model`` (``"chat-2000"``, ``"tool-190"``) gets."""
-    kind, _, size = model.rpartition("-")
+    kind, _, size = model.removesuffix("-paced").rpartition("-")
     if kind == "chat":
         return fixtures.chat_stream(int(size)).body
     if kind == "tool":
@@ -91,7 +94,7 @@ class _Handler(socketserver.BaseRequestHandler):
     def handle(self) -> None:
         sock: socket.socket = self.request
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        counters, pace = self.server.counters, self.server.pace
+        counters = self.server.counters
         with counters.lock:
             counters.connections += 1
         reader = sock.makefile("rb")
@@ -108,9 +111,10 @@ class _Handler(socketserver.BaseRequestHandler):
                         length = int(value)
                     elif name == b"connection":
                         close = value.strip().lower() == b"close"
-                request = json.loads(reader.read(length) or b"{}")
+                model = str(json.loads(reader.read(length) or b"{}").get("model", "chat-2000"))
+                pace = PACE if model.endswith("-paced") else 0.0
                 sock.sendall(HEAD)
-                for piece in pieces(str(request.get("model", "chat-2000"))):
+                for piece in pieces(model):
                     sock.sendall(piece)
                     if pace:
                         time.sleep(pace)
@@ -130,20 +134,18 @@ class _Server(socketserver.ThreadingTCPServer):
     allow_reuse_address = True
     request_queue_size = 512  # a hundred clients connect at once
 
-    def __init__(self, pace: float) -> None:
+    def __init__(self) -> None:
         super().__init__(("127.0.0.1", 0), _Handler)
         self.counters = _Counters()
-        self.pace = pace
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks._loopback", description=__doc__.splitlines()[0])
-    parser.add_argument("--pace", type=float, default=0.0, help="seconds between two writes (default 0)")
     parser.add_argument("--streams", nargs="*", default=[], help="bodies to build before serving")
     args = parser.parse_args(argv)
     for model in args.streams:
         pieces(model)
-    server = _Server(args.pace)
+    server = _Server()
     threading.Thread(target=server.serve_forever, name="loopback", daemon=True).start()
     print(server.server_address[1], flush=True)
     for command in sys.stdin:

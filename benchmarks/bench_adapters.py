@@ -16,6 +16,11 @@ A *cell* is one flavour (``sync``: blocking clients; ``asyncio`` and
 * ``sequential``: streams of 2,000 events (``chat-2000``: the chat stream,
   about 270 bytes an event; ``tool-190``: two parallel tool calls in about
   2,000 fragments), one after another over one client;
+* ``paced``: the same streams one after another, paced by the server
+  (0.3 ms between two writes) so that each piece arrives alone and each
+  read of the socket returns one; this mode shows what a client spends
+  per read, as on a stream from a model that is generating (wakeups
+  included, which cost every client alike);
 * ``concurrent``: 100 streams of about 200 events (``chat-200``,
   ``tool-19``) at once over one client: 100 threads for the blocking
   clients, 100 tasks for the async ones.
@@ -23,8 +28,8 @@ A *cell* is one flavour (``sync``: blocking clients; ``asyncio`` and
 Each contender (``_adapter_contenders.py``) makes its client once, reads one
 stream untimed (its count must be right: nobody wins by skipping work),
 then takes one sample per round, the order rotating from round to round.
-In ``sequential`` a sample is as many streams as last 0.1 s (at most 20),
-in ``concurrent`` one batch of 100.  ``gc.collect()`` runs before each
+In ``sequential`` and ``paced`` a sample is as many streams as last 0.1 s
+of CPU (at most 20), in ``concurrent`` one batch of 100.  ``gc.collect()`` runs before each
 sample, outside the timed region.  A ratio is the median over rounds of
 ``time(a) / time(b)`` per stream within the same round (paired, so a busy
 round slows both sides).
@@ -63,6 +68,7 @@ MIN_SAMPLE = 0.1  # seconds of CPU a sequential sample lasts at least
 MAX_STREAMS = 20  # streams in a sequential sample at most
 STREAMS = {
     "sequential": {"chat": "chat-2000", "tool": "tool-190"},
+    "paced": {"chat": "chat-2000-paced", "tool": "tool-190-paced"},
     "concurrent": {"chat": "chat-200", "tool": "tool-19"},
 }
 PEERS = ("httpx-sse", "naive", "sdk")
