@@ -7,7 +7,7 @@ import json
 import pytest
 
 from ssestate import Delta, Done, Heartbeat, RetryPolicy, StreamError, StreamTimeout, Truncated
-from ssestate.adapters._common import StreamDriver, build_request, header_pairs
+from ssestate.adapters._common import ARRIVAL, StreamDriver, build_request, header_pairs
 
 NO_WAIT = RetryPolicy(max_retries=2, base_delay=0.0)
 SSE = [("Content-Type", "text/event-stream")]
@@ -159,3 +159,19 @@ def test_feed_before_a_response_is_a_bug() -> None:
     d.begin_attempt(0.0)
     with pytest.raises(RuntimeError, match="on_response"):
         d.feed(b"x", 0.0)
+
+
+def test_pieces_of_one_read_are_one_arrival() -> None:
+    # A transport hands one read of the socket over an HTTP chunk at a time:
+    # pieces less than ARRIVAL apart are one arrival, and the gaps measure
+    # the silences between reads.
+    d = StreamDriver()
+    d.begin_attempt(10.0)
+    d.on_response(200, SSE, 10.0)
+    for t in (10.5, 10.5 + ARRIVAL / 4, 10.5 + ARRIVAL / 2, 11.0, 11.0 + ARRIVAL / 4, 11.25):
+        d.feed(b": ping\n\n", t)
+    s = d.stats
+    assert (s.bytes, s.events) == (6 * 8, 6)
+    assert s.ttfb == pytest.approx(0.5)
+    assert s.gaps_max == pytest.approx(0.5)
+    assert s.gaps_p50 == pytest.approx(0.25, rel=0.02)  # gaps 0.5 and 0.25, none of a few microseconds

@@ -21,6 +21,15 @@ async, trio) decide alike:
   ``ToolCallFragment`` was handed out), the idle-timeout clock and the
   retry decisions.  It never reads a clock: every method that needs the time
   takes ``now``, a reading of the adapter's monotonic clock.
+* The driver counts bytes and events itself and tells the recorder only
+  the times it needs: the start, each arrival, the first output (a
+  ``Delta`` or ``ToolCallFragment``: ``ttft``) and the end.  An arrival is
+  what one read of the socket brought: the transports hand a read over one
+  HTTP chunk at a time, so pieces handed over less than ``ARRIVAL`` after
+  the previous one count as part of its arrival.  The gaps then measure the
+  silences of the stream, not the adapter's own work between the pieces of
+  one read; and recording every piece and every event would cost 4-9 % of a
+  stream's CPU (``benchmarks/bench_adapters.py``).
 
 The call object every adapter returns
 -------------------------------------
@@ -106,6 +115,7 @@ from .._state import ChatState
 from .._stats import StatsRecorder, StreamStats
 
 __all__ = [
+    "ARRIVAL",
     "LATE",
     "AsyncCall",
     "BlockingCall",
@@ -126,6 +136,9 @@ HeaderInput = Union[Mapping[str, str], Iterable[tuple[str, str]]]
 # (Not 0: a timeout of 0 makes a blocking socket non-blocking, and the error
 # it raises is not a timeout.)
 LATE = 0.001
+# Pieces of the body handed over less than this long after the previous one
+# came from the same read of the socket (see "the driver counts" above).
+ARRIVAL = 0.0001
 
 _DEFAULT_PORTS = {"http": 80, "https": 443}
 
@@ -269,6 +282,8 @@ class StreamDriver:
         self.machine: ChatStream | None = None
         self.finished = False
         self.recorder = StatsRecorder()
+        self._bytes = 0
+        self._events = 0
         self._last = 0.0  # start of the attempt, then time of the latest body byte
         self._got_bytes = False
         self._closed = False
@@ -401,18 +416,22 @@ class StreamDriver:
         if machine is None:
             raise RuntimeError("feed() before on_response() accepted a response head")
         if data:
+            if now - self._last >= ARRIVAL or not self._got_bytes:
+                self.recorder.on_bytes(now, len(data))
             self._last = now
             self._got_bytes = True
-            self.recorder.on_bytes(now, len(data))
+            self._bytes += len(data)
         if self.finished:
             return []
         events = machine.feed(data)
         if events:
-            on_event = self.recorder.on_event
-            for event in events:
-                on_event(now, event)
+            self._events += len(events)
             if not self.emitted:
-                self.emitted = any(type(e) is Delta or type(e) is ToolCallFragment for e in events)
+                for event in events:
+                    if type(event) is Delta or type(event) is ToolCallFragment:
+                        self.emitted = True
+                        self.recorder.on_event(now, event)  # ttft
+                        break
             if type(events[-1]) is Done:
                 self.finished = True
         if not data:
@@ -437,7 +456,7 @@ class StreamDriver:
     @property
     def stats(self) -> StreamStats:
         """Stats of the current attempt."""
-        return self.recorder.stats
+        return dataclasses.replace(self.recorder.stats, bytes=self._bytes, events=self._events)
 
 
 class CallSurface:
