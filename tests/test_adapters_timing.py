@@ -156,6 +156,16 @@ def test_no_idle_limit_leaves_only_the_first_byte_limit(adapter: str, server_fac
 
 
 @pytest.mark.parametrize("adapter", ADAPTERS)
+def test_an_idle_limit_longer_than_the_first_byte_limit(adapter: str, server_factory: ServerFactory) -> None:
+    # Once the first byte is in, a pause longer than the first-byte limit but
+    # shorter than the idle limit is allowed: nothing may time out early.
+    server = server_factory(Script(steps=[HELLO[0], 0.6, *HELLO[1:]]))
+    result = run(adapter, server.url, first_byte_timeout=0.3, idle_timeout=1.2, retry=None)
+    assert result.error is None, repr(result.error)
+    assert result.events == HELLO_EVENTS
+
+
+@pytest.mark.parametrize("adapter", ADAPTERS)
 def test_a_fault_behind_events_is_raised_without_waiting(adapter: str, server_factory: ServerFactory) -> None:
     # One write holds an event and then a payload that is not JSON; the
     # server then pauses 5 s.  The event comes out, then the error, at once.

@@ -254,6 +254,9 @@ class StreamDriver:
             ``on_response`` accepted the head).
         emitted: a ``Delta`` or ``ToolCallFragment`` was handed out.
         finished: ``Done`` was handed out or the machine reached ``CLOSED``.
+        deadline: clock reading by which the next body byte must arrive
+            (the first-byte limit from the start of the attempt, then the
+            idle limit from the latest body byte), or None.
     """
 
     def __init__(
@@ -286,6 +289,7 @@ class StreamDriver:
         self._events = 0
         self._last = 0.0  # start of the attempt, then time of the latest body byte
         self._got_bytes = False
+        self.deadline: float | None = None
         self._closed = False
 
     # -- attempts and retries -------------------------------------------------
@@ -300,6 +304,7 @@ class StreamDriver:
         self.attempt += 1
         self._reset()
         self._last = now
+        self.deadline = None if self.first_byte_timeout is None else now + self.first_byte_timeout
         self.recorder.on_start(now)
 
     def should_retry(
@@ -381,12 +386,6 @@ class StreamDriver:
         """The timeout of the current phase (None: no limit)."""
         return self.idle_timeout if self._got_bytes else self.first_byte_timeout
 
-    @property
-    def deadline(self) -> float | None:
-        """Clock reading by which the next body byte must arrive, or None."""
-        limit = self.limit
-        return None if limit is None else self._last + limit
-
     def read_timeout(self, now: float) -> float | None:
         """Seconds the next read may block (0 when already late), or None."""
         deadline = self.deadline
@@ -421,6 +420,8 @@ class StreamDriver:
             self._last = now
             self._got_bytes = True
             self._bytes += len(data)
+            idle = self.idle_timeout
+            self.deadline = None if idle is None else now + idle
         if self.finished:
             return []
         events = machine.feed(data)
