@@ -43,7 +43,7 @@ from adapter_scenarios import (
 from hypercorn.asyncio import serve
 from hypercorn.config import Config
 
-from ssestate import Delta, StreamTimeout
+from ssestate import ChatEvent, Delta, StreamTimeout, Truncated
 from ssestate._scenarios import scenario
 from ssestate._script import Script
 from ssestate.adapters import httpx as sse_httpx
@@ -61,7 +61,7 @@ class Ended:
     """How the app's response to request ``attempt`` ended."""
 
     attempt: int
-    outcome: str  # "complete" or "disconnected"
+    outcome: str  # "complete", "disconnected" or "aborted"
     step: int
 
 
@@ -116,7 +116,9 @@ class ScriptApp:
                 if isinstance(item, bytes):
                     await send({"type": "http.response.body", "body": item, "more_body": True})
                     continue
-                assert item != "abort", "an HTTP/2 stream cannot be cut like a TCP connection"
+                if item == "abort":  # the app fails: hypercorn resets the stream
+                    self._end(attempt, "aborted", step)
+                    raise RuntimeError("the app failed mid-stream")
                 wait = 30.0 if item == "hold" else float(item)
                 with contextlib.suppress(TimeoutError, asyncio.TimeoutError):
                     await asyncio.wait_for(gone.wait(), wait)
@@ -293,6 +295,33 @@ def test_async_cancellation_ends_the_stream_at_the_server() -> None:
         ended = app.ended_for(0)
     assert ended is not None
     assert (ended.outcome, ended.step < 10) == ("disconnected", True)
+
+
+@pytest.mark.parametrize("mode", ["httpx", "httpx-asyncio"])
+def test_a_stream_reset_by_the_server_ends_truncated(mode: str) -> None:
+    second = HELLO[1]
+    assert isinstance(second, bytes)
+    partial = second[:20]
+    with hypercorn_server(Script(steps=[HELLO[0], partial, "abort"]), Script(steps=HELLO)) as (url, app):
+        if mode == "httpx":
+            with httpx.Client(verify=default_tls(), http2=True, http1=False) as client:
+                with sse_httpx.stream_chat(client, url, PAYLOAD, retry=None) as call:
+                    events = list(call)
+                with sse_httpx.stream_chat(client, url, PAYLOAD) as call:
+                    after = list(call)
+        else:
+
+            async def main() -> tuple[list[ChatEvent], list[ChatEvent]]:
+                async with httpx.AsyncClient(verify=default_tls(), http2=True, http1=False) as client:
+                    async with sse_httpx.astream_chat(client, url, PAYLOAD, retry=None) as call:
+                        first = [e async for e in call]
+                    async with sse_httpx.astream_chat(client, url, PAYLOAD) as call:
+                        return first, [e async for e in call]
+
+            events, after = asyncio.run(main())
+    assert events == [HELLO_EVENTS[0], Truncated("partial-event", len(partial))]
+    assert after == HELLO_EVENTS  # the client is still usable
+    assert app.ended[0] == Ended(0, "aborted", 2)
 
 
 @pytest.mark.parametrize("mode", ["httpx", "httpx-asyncio"])

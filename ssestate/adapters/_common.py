@@ -102,7 +102,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from collections.abc import AsyncGenerator, Generator, Iterable, Mapping
+from collections.abc import AsyncGenerator, Awaitable, Callable, Generator, Iterable, Mapping
 from types import TracebackType
 from typing import Any, NoReturn, TypeVar, Union
 from urllib.parse import urlsplit
@@ -506,12 +506,9 @@ class BlockingCall(CallSurface):
     _batches: Generator[list[ChatEvent], None, None] | None
     _batch: list[ChatEvent]  # the rest of the current list, reversed: the next event is last
     _closed: bool
-
-    def _run(self) -> Generator[list[ChatEvent], None, None]:
-        raise NotImplementedError
-
-    def close(self) -> None:
-        raise NotImplementedError
+    # What each adapter defines: the loop, and closing.
+    _run: Callable[[], Generator[list[ChatEvent], None, None]]
+    close: Callable[[], None]
 
     def _abort(self) -> None:
         self.close()
@@ -553,12 +550,9 @@ class AsyncCall(CallSurface):
     _batches: AsyncGenerator[list[ChatEvent], None] | None
     _batch: list[ChatEvent]
     _closed: bool
-
-    def _run(self) -> AsyncGenerator[list[ChatEvent], None]:
-        raise NotImplementedError
-
-    async def aclose(self) -> None:
-        raise NotImplementedError
+    # What each adapter defines: the loop, and closing.
+    _run: Callable[[], AsyncGenerator[list[ChatEvent], None]]
+    aclose: Callable[[], Awaitable[None]]
 
     async def _abort(self) -> None:
         await self.aclose()

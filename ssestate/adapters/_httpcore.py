@@ -129,13 +129,11 @@ def bound_reads(response: httpx.Response, timeouts: Timeouts, *, is_async: bool)
 def _h2_connection(response: httpx.Response) -> Any:
     """httpcore's HTTP/2 connection carrying ``response``, or None."""
     layer: Any = response.stream
-    for _ in range(8):
+    while layer is not None:  # each wrapper keeps the next in one of these attributes
         connection = getattr(layer, "_connection", None)
         if connection is not None and hasattr(connection, "_h2_state"):
             return connection
         layer = getattr(layer, "_stream", None) or getattr(layer, "_httpcore_stream", None)
-        if layer is None:
-            break
     return None
 
 

@@ -216,7 +216,7 @@ async def _aiter_events(
 
 async def _aclose_iterator(chunks: AsyncIterator[bytes]) -> None:
     aclose = getattr(chunks, "aclose", None)
-    if aclose is not None:
+    if aclose is not None:  # pragma: no branch - httpx's body iterators are async generators
         await aclose()
 
 
@@ -477,7 +477,7 @@ class HttpxCall(_CallBase, BlockingCall):
         response, end = self._take()
         if chunks is not None:
             close = getattr(chunks, "close", None)
-            if close is not None:
+            if close is not None:  # pragma: no branch - httpx's body iterators are generators
                 with contextlib.suppress(*_TRANSPORT_ERRORS):
                     close()
         if response is None:

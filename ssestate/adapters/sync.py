@@ -251,8 +251,8 @@ class SyncCall(BlockingCall):
                 return
             wait = max(left + SLACK / 2, LATE)
         self._armed = wait
-        if self._sock is not None:
-            self._sock.settimeout(wait)
+        assert self._sock is not None  # set as soon as the connection is made
+        self._sock.settimeout(wait)
 
     def _open(self) -> http.client.HTTPResponse:
         request = self.request

@@ -252,12 +252,10 @@ class TrioCall(AsyncCall):
             if event is h11.NEED_DATA:
                 conn.receive_data(bytes(await self._read()))
                 continue
-            if type(event) is h11.Data:
-                if event.data:
-                    return bytes(event.data)
-                continue
-            # EndOfMessage (the body is complete), ConnectionClosed, PAUSED.
-            return b""
+            if type(event) is not h11.Data:  # EndOfMessage (the body is complete), ConnectionClosed, PAUSED
+                return b""
+            if event.data:  # pragma: no branch - h11 hands over no empty Data (b"" would end the body)
+                return bytes(event.data)
 
     async def _read(self) -> bytes | bytearray:
         """One read from the network.  The watchdog ends it at the deadline;
