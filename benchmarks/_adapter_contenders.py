@@ -29,8 +29,8 @@ stream of the cell, as a program keeps its client:
 Every contender comes in the flavour of its cell: blocking (``sync``), or
 async (``async``: awaited under asyncio or trio).  The stdlib and trio
 transports open a connection per stream (that is how their adapters work);
-the httpx clients and the SDK keep a pool of up to 100 connections, all
-kept alive, so that a client that can reuse a connection does.
+the httpx clients and the SDK are made with their libraries' defaults
+(httpx keeps up to 20 idle connections, the SDK 100), as users make them.
 """
 
 from __future__ import annotations
@@ -47,7 +47,6 @@ __all__ = ["PAYLOAD", "Contender", "Target", "async_contenders", "sync_contender
 
 PAYLOAD_MESSAGES = [{"role": "user", "content": "Tell me a long story."}]
 PAYLOAD: dict[str, Any] = {"messages": PAYLOAD_MESSAGES}
-POOL = 100  # connections an httpx client or the SDK keeps alive
 
 
 @dataclasses.dataclass(frozen=True)
@@ -154,7 +153,7 @@ def _stdlib_adapter(_: Any, target: Target) -> int:
 def _httpx_client(_: Target) -> Any:
     import httpx
 
-    return httpx.Client(limits=httpx.Limits(max_connections=POOL, max_keepalive_connections=POOL), timeout=60)
+    return httpx.Client(timeout=60)
 
 
 def _httpx_raw(client: Any, target: Target) -> int:
@@ -250,7 +249,7 @@ def sync_contenders() -> list[Contender]:
 async def _async_httpx_client(_: Target) -> Any:
     import httpx
 
-    return httpx.AsyncClient(limits=httpx.Limits(max_connections=POOL, max_keepalive_connections=POOL), timeout=60)
+    return httpx.AsyncClient(timeout=60)
 
 
 async def _aclose(session: Any) -> None:

@@ -297,12 +297,10 @@ def _label(cell: Cell, adapter: str) -> str:
     return f"{adapter} ({cell.flavour})"
 
 
-def rows(cells: list[Cell]) -> tuple[list[str], list[list[str]], list[dict[str, Any]]]:
-    """One row per adapter and cell: its CPU per stream, and ratios to the others."""
-    headers = ["adapter", "mode", "stream", "ms/stream", "÷ raw", "÷ hand-fed", "÷ httpx-sse", "÷ naive", "÷ SDK"]
-    headers += ["conns/stream", "hand-fed ÷ raw"]
-    out: list[list[str]] = []
-    records: list[dict[str, Any]] = []
+def records(cells: list[Cell]) -> list[dict[str, Any]]:
+    """One record per adapter and cell: its CPU per stream, its ratios to the
+    others (paired medians) and its connections per stream."""
+    out: list[dict[str, Any]] = []
     for cell in cells:
         for name, c in cell.contenders.items():
             if c.kind != "adapter":
@@ -315,18 +313,39 @@ def rows(cells: list[Cell]) -> tuple[list[str], list[list[str]], list[dict[str, 
                 if peer is not None:
                     ratios[kind] = cell.ratio(name, peer)
             out.append(
-                [
-                    _label(cell, name),
-                    cell.mode,
-                    cell.stream,
-                    f"{cell.ms(name):.2f}",
-                    *(f"{ratios[k]:.2f}" if k in ratios else "-" for k in ("raw", "hand-fed", *PEERS)),
-                    f"{cell.per_stream(name):.2f}",
-                    f"{cell.ratio(fed, raw):.2f}",
-                ]
+                {
+                    "adapter": _label(cell, name),
+                    "mode": cell.mode,
+                    "stream": cell.stream,
+                    "ms": cell.ms(name),
+                    "ratios": ratios,
+                    "connections_per_stream": cell.per_stream(name),
+                    "hand_fed_over_raw": cell.ratio(fed, raw),
+                }
             )
-            records.append({"adapter": _label(cell, name), "mode": cell.mode, "stream": cell.stream, "ratios": ratios})
-    return headers, out, records
+    return out
+
+
+def rows(recs: list[dict[str, Any]]) -> tuple[list[str], list[list[str]]]:
+    """One row per adapter and mode; each cell holds the streams' values
+    side by side (``chat / tool``)."""
+    headers = ["adapter", "mode", "ms/stream", "÷ raw", "÷ hand-fed", "÷ httpx-sse", "÷ naive", "÷ SDK", "conns/stream"]
+    groups: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    adapters = list(dict.fromkeys(rec["adapter"] for rec in recs))
+    modes = list(STREAMS)
+    for rec in sorted(recs, key=lambda r: (adapters.index(r["adapter"]), modes.index(r["mode"]))):
+        groups.setdefault((rec["adapter"], rec["mode"]), []).append(rec)
+
+    def joined(values: list[float | None]) -> str:
+        return " / ".join("-" if v is None else f"{v:.2f}" for v in values)
+
+    body = []
+    for (adapter, mode), group in groups.items():
+        cells = [joined([r["ms"] for r in group])]
+        cells += [joined([r["ratios"].get(k) for r in group]) for k in ("raw", "hand-fed", *PEERS)]
+        cells.append(joined([r["connections_per_stream"] for r in group]))
+        body.append([adapter, mode, *cells])
+    return headers, body
 
 
 def connection_rows(cells: list[Cell]) -> tuple[list[str], list[list[str]]]:
@@ -377,20 +396,21 @@ def main(argv: list[str] | None = None) -> int:
                     cells.append(run_cell(flavour, mode, stream, server, rounds))
     finally:
         server.close()
-    headers, body, records = rows(cells)
+    recs = records(cells)
     elapsed = time.perf_counter() - started
+    streams = " / ".join(args.stream or ["chat", "tool"])
     print(f"adapter benchmark: CPython {sys.version.split()[0]}, {rounds} rounds, {elapsed:.0f} s")
-    print("client CPU per stream (median) and ratios of medians of paired samples\n")
-    print(table(headers, body, left=3))
-    print()
+    print(f"client CPU per stream (median) and paired ratios (median over rounds), {streams}\n")
+    print(table(*rows(recs), left=2))
+    print("\nconnections per stream, chat stream\n")
     print(table(*connection_rows(cells), left=1))
     print()
-    print("\n".join(targets(records)))
+    print("\n".join(targets(recs)))
     out = args.out or (None if args.quick else RESULTS)
     if out is not None:
         out.parent.mkdir(parents=True, exist_ok=True)
         cell_data = [c.as_dict() for c in cells]
-        data = {"python": sys.version.split()[0], "rounds": rounds, "rows": records, "cells": cell_data}
+        data = {"python": sys.version.split()[0], "rounds": rounds, "rows": recs, "cells": cell_data}
         out.write_text(json.dumps(data, indent=1) + "\n")
     return 0
 
