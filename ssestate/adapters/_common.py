@@ -284,7 +284,7 @@ class StreamDriver:
         self.content_type = ""
         self.machine: ChatStream | None = None
         self.finished = False
-        self.recorder = StatsRecorder()
+        self._recorder = StatsRecorder()
         self._bytes = 0
         self._events = 0
         self._last = 0.0  # start of the attempt, then time of the latest body byte
@@ -305,7 +305,7 @@ class StreamDriver:
         self._reset()
         self._last = now
         self.deadline = None if self.first_byte_timeout is None else now + self.first_byte_timeout
-        self.recorder.on_start(now)
+        self._recorder.on_start(now)
 
     def should_retry(
         self,
@@ -416,7 +416,7 @@ class StreamDriver:
             raise RuntimeError("feed() before on_response() accepted a response head")
         if data:
             if now - self._last >= ARRIVAL or not self._got_bytes:
-                self.recorder.on_bytes(now, len(data))
+                self._recorder.on_bytes(now, len(data))
             self._last = now
             self._got_bytes = True
             self._bytes += len(data)
@@ -431,7 +431,7 @@ class StreamDriver:
                 for event in events:
                     if type(event) is Delta or type(event) is ToolCallFragment:
                         self.emitted = True
-                        self.recorder.on_event(now, event)  # ttft
+                        self._recorder.on_event(now, event)  # ttft
                         break
             if type(events[-1]) is Done:
                 self.finished = True
@@ -452,12 +452,12 @@ class StreamDriver:
         """The attempt is over (finished, abandoned or failed); stops ``total``."""
         if not self._closed:
             self._closed = True
-            self.recorder.on_end(now)
+            self._recorder.on_end(now)
 
     @property
     def stats(self) -> StreamStats:
         """Stats of the current attempt."""
-        return dataclasses.replace(self.recorder.stats, bytes=self._bytes, events=self._events)
+        return dataclasses.replace(self._recorder.stats, bytes=self._bytes, events=self._events)
 
 
 class CallSurface:

@@ -26,7 +26,9 @@ answers every question httpcore asks (``connect``, ``pool``, ``write``,
 the body asks it again (``_httpcore.Timeouts``, ``bound_reads``): the bound
 is the transport's own read timeout, which it arms on every read anyway,
 so keeping the deadline costs a clock reading per read and no timer of
-ours.  The async head also runs inside one ``anyio.move_on_after`` scope
+ours.  A read asked for after the deadline (the caller kept the events
+that long) waits ``_common.LATE`` at most: bytes that arrived meanwhile
+still count.  The async head also runs inside one ``anyio.move_on_after`` scope
 ending at the first-byte deadline, so that a head that trickles in is cut
 exactly there.  Whatever fires, an httpx timeout becomes the driver's
 ``StreamTimeout``.

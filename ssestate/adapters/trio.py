@@ -17,8 +17,9 @@ payload goes to the ``StreamDriver``'s ``ChatStream`` untouched, as soon as
 Timeouts are deadlines on trio's clock.  Connecting, the TLS handshake,
 sending the request and reading the head run inside one
 ``trio.move_on_at`` scope ending at the first-byte deadline.  The body's
-reads run without a scope of their own (entering and leaving a cancel
-scope costs more than the rest of a read): a watchdog task, started with
+reads run without a scope of their own (on a stream whose reads bring a
+piece each, a scope per read made the adapter 15 % dearer: the paced mode
+of ``benchmarks/bench_adapters.py``): a watchdog task, started with
 the body, sleeps until the driver's deadline (first-byte until a body byte
 arrived, then the last byte's time plus the idle limit), looks again when
 it wakes, and sleeps on while bytes keep moving the deadline.  Only when
