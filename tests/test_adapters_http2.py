@@ -17,6 +17,7 @@ import dataclasses
 import socket
 import ssl
 import threading
+import time
 from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -73,6 +74,7 @@ class ScriptApp:
         self.versions: list[str] = []
         self.clients: list[tuple[str, int]] = []  # the connection each request came on
         self.ended: list[Ended] = []
+        self.waited: dict[int, float] = {}  # seconds a pause or hold lasted until the client went away
         self._lock = threading.Condition()
 
     def ended_for(self, attempt: int, timeout: float = 10.0) -> Ended | None:
@@ -120,9 +122,11 @@ class ScriptApp:
                     self._end(attempt, "aborted", step)
                     raise RuntimeError("the app failed mid-stream")
                 wait = 30.0 if item == "hold" else float(item)
+                start = time.monotonic()
                 with contextlib.suppress(TimeoutError, asyncio.TimeoutError):
                     await asyncio.wait_for(gone.wait(), wait)
                 if gone.is_set():
+                    self.waited[attempt] = time.monotonic() - start
                     self._end(attempt, "disconnected", step)
                     return
             await send({"type": "http.response.body", "body": b"", "more_body": False})
@@ -353,6 +357,7 @@ def test_after_done_the_stream_ends_at_the_server_and_the_connection_stays(mode:
 
             asyncio.run(main())
         assert app.ended_for(1) == Ended(1, "complete", len(HELLO))
+    assert app.waited[0] < 2.0  # the stream ended right after Done, not when the 30 s hold did
     assert app.versions == ["2", "2"]
     assert app.clients[0] == app.clients[1]  # one connection for both
 
