@@ -7,7 +7,7 @@ import json
 import pytest
 
 from ssestate import Delta, Done, Heartbeat, RetryPolicy, StreamError, StreamTimeout, Truncated
-from ssestate.adapters._common import StreamDriver, build_request, header_pairs
+from ssestate.adapters._common import ARRIVAL, StreamDriver, build_request, header_pairs
 
 NO_WAIT = RetryPolicy(max_retries=2, base_delay=0.0)
 SSE = [("Content-Type", "text/event-stream")]
@@ -75,9 +75,8 @@ def test_timeouts_and_phases() -> None:
     assert (err.phase, err.waited, err.limit) == ("first-byte", 5.5, 5.0)
     assert d.on_response(200, SSE, 102.0) is None
     assert d.phase == "first-byte"  # the head is not a body byte
-    d.feed(b": ping\n\n", 103.0)
+    assert d.feed(b": ping\n\n", 103.0) == [Heartbeat("ping")]
     assert (d.phase, d.deadline) == ("idle", 104.0)
-    assert d.events(103.0) == [Heartbeat("ping")]
     assert not d.emitted
     d.feed(CHUNK, 103.5)
     assert d.deadline == 104.5
@@ -107,28 +106,23 @@ def test_a_whole_call_with_one_retried_status() -> None:
     assert (d.attempt, d.attempts, d.status_code) == (1, 2, None)
     assert d.on_response(200, {"content-type": "text/event-stream; charset=utf-8"}, 1.1) is None
     assert d.content_type == "text/event-stream; charset=utf-8"
-    assert d.next_event(1.1) is None  # nothing fed yet
-    d.feed(CHUNK + b"data: [DONE]\n\ndata: ignored\n\n", 1.5)
-    assert d.events(1.6) == [Delta(0, "hi"), Done(True)]
+    assert d.feed(CHUNK + b"data: [DONE]\n\ndata: ignored\n\n", 1.5) == [Delta(0, "hi"), Done(True)]
     assert d.emitted
     assert d.finished
-    d.feed(b"more", 1.7)  # after Done, bytes are counted and ignored
-    assert d.next_event(1.7) is None
+    assert d.feed(b"more", 1.7) == []  # after Done, bytes are counted and ignored
     s = d.stats
     assert (s.bytes, s.events) == (len(CHUNK + b"data: [DONE]\n\ndata: ignored\n\nmore"), 2)
     assert s.ttfb == pytest.approx(0.5)
-    assert s.ttft == pytest.approx(0.6)
-    assert s.total == pytest.approx(0.6)
+    assert s.ttft == pytest.approx(0.5)  # the events of a read are handed out when it arrived
+    assert s.total == pytest.approx(0.5)  # Done ends the attempt
 
 
 def test_last_attempt_reads_the_error_body() -> None:
     d = StreamDriver(retry=RetryPolicy(max_retries=0))
     d.begin_attempt(0.0)
     assert d.on_response(503, [("Content-Type", "application/json")], 0.0) is None
-    d.feed(b'{"error":{"message":"busy"}}', 0.1)
-    assert d.events(0.1) == []
-    d.feed(b"", 0.2)
-    (event,) = d.events(0.2)
+    assert d.feed(b'{"error":{"message":"busy"}}', 0.1) == []
+    (event,) = d.feed(b"", 0.2)
     assert isinstance(event, StreamError)
     assert (event.status, event.message) == (503, "busy")
     assert d.finished  # CLOSED reached
@@ -140,14 +134,12 @@ def test_failures_and_the_emitted_rule() -> None:
     assert d.on_failure(ConnectionRefusedError(), 0.1) == 0.0
     d.begin_attempt(1.0)
     d.on_response(200, SSE, 1.0)
-    d.feed(CHUNK, 1.1)
-    assert d.events(1.1) == [Delta(0, "hi")]
+    assert d.feed(CHUNK, 1.1) == [Delta(0, "hi")]
     # Output was emitted: a failure is final, and the body ends Truncated.
     assert d.on_failure(ConnectionResetError(), 1.2) is None
     assert d.should_retry(0, 503, None, None) is None
-    d.feed(b"data: {", 1.3)
-    d.feed(b"", 1.4)
-    assert d.events(1.4) == [Truncated("partial-event", 7)]
+    assert d.feed(b"data: {", 1.3) == []
+    assert d.feed(b"", 1.4) == [Truncated("partial-event", 7)]
     assert d.finished
 
 
@@ -167,3 +159,19 @@ def test_feed_before_a_response_is_a_bug() -> None:
     d.begin_attempt(0.0)
     with pytest.raises(RuntimeError, match="on_response"):
         d.feed(b"x", 0.0)
+
+
+def test_pieces_of_one_read_are_one_arrival() -> None:
+    # A transport hands one read of the socket over an HTTP chunk at a time:
+    # pieces less than ARRIVAL apart are one arrival, and the gaps measure
+    # the silences between reads.
+    d = StreamDriver()
+    d.begin_attempt(10.0)
+    d.on_response(200, SSE, 10.0)
+    for t in (10.5, 10.5 + ARRIVAL / 4, 10.5 + ARRIVAL / 2, 11.0, 11.0 + ARRIVAL / 4, 11.25):
+        d.feed(b": ping\n\n", t)
+    s = d.stats
+    assert (s.bytes, s.events) == (6 * 8, 6)
+    assert s.ttfb == pytest.approx(0.5)
+    assert s.gaps_max == pytest.approx(0.5)
+    assert s.gaps_p50 == pytest.approx(0.25, rel=0.02)  # gaps 0.5 and 0.25, none of a few microseconds

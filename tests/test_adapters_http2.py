@@ -17,6 +17,7 @@ import dataclasses
 import socket
 import ssl
 import threading
+import time
 from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -43,7 +44,7 @@ from adapter_scenarios import (
 from hypercorn.asyncio import serve
 from hypercorn.config import Config
 
-from ssestate import Delta, StreamTimeout
+from ssestate import ChatEvent, Delta, StreamTimeout, Truncated
 from ssestate._scenarios import scenario
 from ssestate._script import Script
 from ssestate.adapters import httpx as sse_httpx
@@ -61,7 +62,7 @@ class Ended:
     """How the app's response to request ``attempt`` ended."""
 
     attempt: int
-    outcome: str  # "complete" or "disconnected"
+    outcome: str  # "complete", "disconnected" or "aborted"
     step: int
 
 
@@ -73,6 +74,7 @@ class ScriptApp:
         self.versions: list[str] = []
         self.clients: list[tuple[str, int]] = []  # the connection each request came on
         self.ended: list[Ended] = []
+        self.waited: dict[int, float] = {}  # seconds a pause or hold lasted until the client went away
         self._lock = threading.Condition()
 
     def ended_for(self, attempt: int, timeout: float = 10.0) -> Ended | None:
@@ -116,11 +118,15 @@ class ScriptApp:
                 if isinstance(item, bytes):
                     await send({"type": "http.response.body", "body": item, "more_body": True})
                     continue
-                assert item != "abort", "an HTTP/2 stream cannot be cut like a TCP connection"
+                if item == "abort":  # the app fails: hypercorn resets the stream
+                    self._end(attempt, "aborted", step)
+                    raise RuntimeError("the app failed mid-stream")
                 wait = 30.0 if item == "hold" else float(item)
+                start = time.monotonic()
                 with contextlib.suppress(TimeoutError, asyncio.TimeoutError):
                     await asyncio.wait_for(gone.wait(), wait)
                 if gone.is_set():
+                    self.waited[attempt] = time.monotonic() - start
                     self._end(attempt, "disconnected", step)
                     return
             await send({"type": "http.response.body", "body": b"", "more_body": False})
@@ -293,3 +299,95 @@ def test_async_cancellation_ends_the_stream_at_the_server() -> None:
         ended = app.ended_for(0)
     assert ended is not None
     assert (ended.outcome, ended.step < 10) == ("disconnected", True)
+
+
+@pytest.mark.parametrize("mode", ["httpx", "httpx-asyncio"])
+def test_a_stream_reset_by_the_server_ends_truncated(mode: str) -> None:
+    second = HELLO[1]
+    assert isinstance(second, bytes)
+    partial = second[:20]
+    with hypercorn_server(Script(steps=[HELLO[0], partial, "abort"]), Script(steps=HELLO)) as (url, app):
+        if mode == "httpx":
+            with httpx.Client(verify=default_tls(), http2=True, http1=False) as client:
+                with sse_httpx.stream_chat(client, url, PAYLOAD, retry=None) as call:
+                    events = list(call)
+                with sse_httpx.stream_chat(client, url, PAYLOAD) as call:
+                    after = list(call)
+        else:
+
+            async def main() -> tuple[list[ChatEvent], list[ChatEvent]]:
+                async with httpx.AsyncClient(verify=default_tls(), http2=True, http1=False) as client:
+                    async with sse_httpx.astream_chat(client, url, PAYLOAD, retry=None) as call:
+                        first = [e async for e in call]
+                    async with sse_httpx.astream_chat(client, url, PAYLOAD) as call:
+                        return first, [e async for e in call]
+
+            events, after = asyncio.run(main())
+    assert events == [HELLO_EVENTS[0], Truncated("partial-event", len(partial))]
+    assert after == HELLO_EVENTS  # the client is still usable
+    assert app.ended[0] == Ended(0, "aborted", 2)
+
+
+@pytest.mark.parametrize("mode", ["httpx", "httpx-asyncio"])
+def test_after_done_the_stream_ends_at_the_server_and_the_connection_stays(mode: str) -> None:
+    # The server would hold the stream open after [DONE] for 30 s: the
+    # adapter resets it, while the client and its connection stay open.
+    scripts = (Script(steps=[*HELLO, "hold"]), Script(steps=HELLO))
+    with hypercorn_server(*scripts) as (url, app):
+
+        async def two_calls(client: httpx.AsyncClient) -> None:
+            async with sse_httpx.astream_chat(client, url, PAYLOAD) as call:
+                assert [e async for e in call] == HELLO_EVENTS
+            assert await asyncio.to_thread(app.ended_for, 0) == Ended(0, "disconnected", len(HELLO))
+            async with sse_httpx.astream_chat(client, url, PAYLOAD) as call:
+                assert [e async for e in call] == HELLO_EVENTS
+
+        if mode == "httpx":
+            with httpx.Client(verify=default_tls(), http2=True, http1=False) as client:
+                with sse_httpx.stream_chat(client, url, PAYLOAD) as call:
+                    assert list(call) == HELLO_EVENTS
+                assert app.ended_for(0) == Ended(0, "disconnected", len(HELLO))
+                with sse_httpx.stream_chat(client, url, PAYLOAD) as call:
+                    assert list(call) == HELLO_EVENTS
+        else:
+
+            async def main() -> None:
+                async with httpx.AsyncClient(verify=default_tls(), http2=True, http1=False) as client:
+                    await two_calls(client)
+
+            asyncio.run(main())
+        assert app.ended_for(1) == Ended(1, "complete", len(HELLO))
+    assert app.waited[0] < 2.0  # the stream ended right after Done, not when the 30 s hold did
+    assert app.versions == ["2", "2"]
+    assert app.clients[0] == app.clients[1]  # one connection for both
+
+
+@pytest.mark.parametrize("mode", ["httpx", "httpx-asyncio"])
+def test_leaving_early_can_end_only_the_stream(mode: str) -> None:
+    # close_http2_connection=False: the stream is reset, the connection kept.
+    kwargs: dict[str, Any] = {"close_http2_connection": False}
+    with hypercorn_server(long_stream(), Script(steps=HELLO)) as (url, app):
+        if mode == "httpx":
+            with httpx.Client(verify=default_tls(), http2=True, http1=False) as client:
+                with sse_httpx.stream_chat(client, url, PAYLOAD, **kwargs) as call:
+                    assert next(call) == Delta(0, "t0 ")
+                ended = app.ended_for(0)
+                with sse_httpx.stream_chat(client, url, PAYLOAD, **kwargs) as call:
+                    assert list(call) == HELLO_EVENTS
+        else:
+
+            async def main() -> Ended | None:
+                async with httpx.AsyncClient(verify=default_tls(), http2=True, http1=False) as client:
+                    async with sse_httpx.astream_chat(client, url, PAYLOAD, **kwargs) as call:
+                        async for event in call:
+                            assert event == Delta(0, "t0 ")
+                            break
+                    first = await asyncio.to_thread(app.ended_for, 0)
+                    async with sse_httpx.astream_chat(client, url, PAYLOAD, **kwargs) as call:
+                        assert [e async for e in call] == HELLO_EVENTS
+                return first
+
+            ended = asyncio.run(main())
+    assert ended is not None
+    assert (ended.outcome, ended.step < 10) == ("disconnected", True)
+    assert app.clients[0] == app.clients[1]

@@ -275,8 +275,55 @@ def test_a_call_never_iterated_opens_nothing(server_factory: ServerFactory) -> N
     server = server_factory(Script(steps=HELLO))
     with httpx.Client(verify=default_tls()) as client, sse_httpx.stream_chat(client, server.url, PAYLOAD) as call:
         pass
+    assert list(call) == []  # a closed call stays closed
     assert (call.status_code, call.attempts) == (None, 0)
     assert server.requests == []
+
+
+def test_an_async_call_closed_before_iterating_opens_nothing(server_factory: ServerFactory) -> None:
+    server = server_factory(Script(steps=HELLO))
+
+    async def main() -> list[ChatEvent]:
+        async with httpx.AsyncClient(verify=default_tls()) as client:
+            call = sse_httpx.astream_chat(client, server.url, PAYLOAD)
+            await call.aclose()
+            return [e async for e in call]
+
+    assert asyncio.run(main()) == []
+    assert server.requests == []
+
+
+def _mock_client(version: bytes, body: bytes, *, is_async: bool) -> httpx.Client | httpx.AsyncClient:
+    """A client whose transport answers every request in memory, as tests
+    of applications do (``httpx.MockTransport``): no socket, no httpcore."""
+
+    def answer(request: httpx.Request) -> httpx.Response:
+        head = {"Content-Type": "text/event-stream"}
+        return httpx.Response(200, headers=head, stream=httpx.ByteStream(body), extensions={"http_version": version})
+
+    transport = httpx.MockTransport(answer)
+    return httpx.AsyncClient(transport=transport) if is_async else httpx.Client(transport=transport)
+
+
+@pytest.mark.parametrize("version", [b"HTTP/1.1", b"HTTP/2"])
+def test_a_transport_without_sockets(version: bytes) -> None:
+    # Bytes follow [DONE]: over "HTTP/2" the adapter would reset the stream,
+    # and over "HTTP/1.1" read the rest; without httpcore's connection it
+    # just closes the response.
+    body = b"".join(s for s in HELLO if isinstance(s, bytes)) + b": more\n\n"
+    client = _mock_client(version, body, is_async=False)
+    assert isinstance(client, httpx.Client)
+    with client, sse_httpx.stream_chat(client, "http://mock/v1", PAYLOAD) as call:
+        assert list(call) == HELLO_EVENTS
+        assert call.http_version == version.decode()
+
+    async def main() -> list[ChatEvent]:
+        aclient = _mock_client(version, body, is_async=True)
+        assert isinstance(aclient, httpx.AsyncClient)
+        async with aclient, sse_httpx.astream_chat(aclient, "http://mock/v1", PAYLOAD) as acall:
+            return [e async for e in acall]
+
+    assert asyncio.run(main()) == HELLO_EVENTS
 
 
 def test_async_break_and_generator_close(server_factory: ServerFactory) -> None:

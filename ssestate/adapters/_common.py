@@ -21,6 +21,15 @@ async, trio) decide alike:
   ``ToolCallFragment`` was handed out), the idle-timeout clock and the
   retry decisions.  It never reads a clock: every method that needs the time
   takes ``now``, a reading of the adapter's monotonic clock.
+* The driver counts bytes and events itself and tells the recorder only
+  the times it needs: the start, each arrival, the first output (a
+  ``Delta`` or ``ToolCallFragment``: ``ttft``) and the end.  An arrival is
+  what one read of the socket brought: the transports hand a read over one
+  HTTP chunk at a time, so pieces handed over less than ``ARRIVAL`` after
+  the previous one count as part of its arrival.  The gaps then measure the
+  silences of the stream, not the adapter's own work between the pieces of
+  one read; and recording every piece and every event would cost 4-9 % of a
+  stream's CPU (``benchmarks/bench_adapters.py``).
 
 The call object every adapter returns
 -------------------------------------
@@ -51,8 +60,7 @@ The loop, with the driver
         driver.begin_attempt(clock())
         try:
             open connection, send request.body, read the head, all bounded
-            by driver.read_timeout(clock())  (on expiry:
-            raise driver.timeout_error(clock()))
+            by driver.deadline  (on expiry: raise driver.timeout_error(clock()))
         except <transport error or StreamTimeout> as exc:
             close the connection
             sleep(driver.retry_open(failure, exc, clock()))   # raises when no retry is left
@@ -60,19 +68,27 @@ The loop, with the driver
         delay = driver.on_response(status, header_pairs, clock())
         if delay is not None:                     # e.g. 429, 503: try again
             close the connection; sleep(delay); continue
-        while not driver.finished:
-            try:
-                data = read what is there (read1 / iter_raw / receive_some),
-                       bounded by driver.read_timeout(clock())
-            except <transport error or timeout> as exc:  (failure: a library
-                                  timeout becomes driver.timeout_error(clock()))
-                delay = driver.retry_read(failure, exc, clock())  # raises an unretried timeout
-                if delay is not None: close; sleep(delay); continue outer loop
-                data = b""                        # the body ended early: Truncated
-            driver.feed(data, clock())            # b"" is end of body
-            while (event := driver.next_event(clock())) is not None:
-                yield event
+        try:
+            for data in <the body, as it arrives, each read bounded by driver.deadline>:
+                events = driver.feed(data, clock())
+                if events:
+                    yield events                  # one list per read, never one step per event
+                    driver.check()                # a fault behind those events is raised now
+                if driver.finished: break         # Done: do not wait for the server to close
+            else:
+                yield driver.feed(b"", clock())   # the end of the body (if not empty)
+        except <transport error or timeout> as exc:  (failure: a library
+                              timeout becomes driver.timeout_error(clock()))
+            delay = driver.retry_read(failure, exc, clock())  # raises an unretried timeout
+            if delay is not None: close; sleep(delay); continue
+            yield driver.feed(b"", clock())       # the body ended early: Truncated
+        return
     finally: close the connection; driver.close(clock())
+
+The call objects hand the lists out one event at a time (``BlockingCall``,
+``AsyncCall``), so the caller's loop costs a list ``pop`` per event and one
+generator step per read.  How each adapter bounds a read by the deadline
+without paying for a timer per read is told in its module.
 
 Retries happen only while nothing was emitted (``RetryPolicy`` rule 1), so
 a caller never sees two completions spliced together; events that are not
@@ -86,18 +102,21 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from collections.abc import AsyncGenerator, Generator, Iterable, Mapping
+from collections.abc import AsyncGenerator, Awaitable, Callable, Generator, Iterable, Mapping
 from types import TracebackType
 from typing import Any, NoReturn, TypeVar, Union
 from urllib.parse import urlsplit
 
 from .._chat import ChatStream
 from .._events import ChatEvent, Delta, Done, ToolCallFragment
+from .._framing import EventStreamParser
 from .._retry import Phase, RetryPolicy, StreamTimeout
+from .._state import ChatState
 from .._stats import StatsRecorder, StreamStats
-from .._util import CLOSED, Sentinel
 
 __all__ = [
+    "ARRIVAL",
+    "LATE",
     "AsyncCall",
     "BlockingCall",
     "CallSurface",
@@ -106,9 +125,20 @@ __all__ = [
     "StreamDriver",
     "build_request",
     "header_pairs",
+    "settled",
 ]
 
 HeaderInput = Union[Mapping[str, str], Iterable[tuple[str, str]]]
+
+# How long a read made after the deadline waits.  When the caller kept the
+# events longer than the limit, bytes that arrived meanwhile arrived in
+# time: such a read takes them, and times out only when there are none.
+# (Not 0: a timeout of 0 makes a blocking socket non-blocking, and the error
+# it raises is not a timeout.)
+LATE = 0.001
+# Pieces of the body handed over less than this long after the previous one
+# came from the same read of the socket (see "the driver counts" above).
+ARRIVAL = 0.0001
 
 _DEFAULT_PORTS = {"http": 80, "https": 443}
 
@@ -224,6 +254,9 @@ class StreamDriver:
             ``on_response`` accepted the head).
         emitted: a ``Delta`` or ``ToolCallFragment`` was handed out.
         finished: ``Done`` was handed out or the machine reached ``CLOSED``.
+        deadline: clock reading by which the next body byte must arrive
+            (the first-byte limit from the start of the attempt, then the
+            idle limit from the latest body byte), or None.
     """
 
     def __init__(
@@ -251,9 +284,12 @@ class StreamDriver:
         self.content_type = ""
         self.machine: ChatStream | None = None
         self.finished = False
-        self.recorder = StatsRecorder()
+        self._recorder = StatsRecorder()
+        self._bytes = 0
+        self._events = 0
         self._last = 0.0  # start of the attempt, then time of the latest body byte
         self._got_bytes = False
+        self.deadline: float | None = None
         self._closed = False
 
     # -- attempts and retries -------------------------------------------------
@@ -268,7 +304,8 @@ class StreamDriver:
         self.attempt += 1
         self._reset()
         self._last = now
-        self.recorder.on_start(now)
+        self.deadline = None if self.first_byte_timeout is None else now + self.first_byte_timeout
+        self._recorder.on_start(now)
 
     def should_retry(
         self,
@@ -349,12 +386,6 @@ class StreamDriver:
         """The timeout of the current phase (None: no limit)."""
         return self.idle_timeout if self._got_bytes else self.first_byte_timeout
 
-    @property
-    def deadline(self) -> float | None:
-        """Clock reading by which the next body byte must arrive, or None."""
-        limit = self.limit
-        return None if limit is None else self._last + limit
-
     def read_timeout(self, now: float) -> float | None:
         """Seconds the next read may block (0 when already late), or None."""
         deadline = self.deadline
@@ -367,59 +398,66 @@ class StreamDriver:
 
     # -- the body -------------------------------------------------------------
 
-    def feed(self, data: bytes | bytearray | memoryview, now: float) -> None:
-        """Body bytes arrived (``b""``: the body ended)."""
+    def feed(self, data: bytes | bytearray | memoryview, now: float) -> list[ChatEvent]:
+        """Body bytes arrived at ``now`` (``b""``: the body ended): the events
+        they complete, in order, to hand out now.
+
+        After ``Done`` (always the last event of its list) or the end of the
+        body, ``finished`` is True and later bytes are only counted.  When
+        the bytes hold a fault, the events before it are returned and
+        ``check()`` raises it; with no event before it, it is raised here.
+
+        Raises:
+            RemoteProtocolError: a payload is not JSON (strict mode), an
+                event is too large.
+        """
         machine = self.machine
         if machine is None:
             raise RuntimeError("feed() before on_response() accepted a response head")
         if data:
+            if now - self._last >= ARRIVAL or not self._got_bytes:
+                self._recorder.on_bytes(now, len(data))
             self._last = now
             self._got_bytes = True
-            self.recorder.on_bytes(now, len(data))
-        if not self.finished:
-            machine.receive_data(data)
-
-    def next_event(self, now: float) -> ChatEvent | None:
-        """The next event to hand out, or None (more bytes needed, or finished).
-
-        Raises what ``ChatStream.next_event`` raises (``RemoteProtocolError``
-        for a payload that is not JSON in strict mode).
-        """
-        machine = self.machine
-        if machine is None or self.finished:
-            return None
-        event = machine.next_event()
-        if isinstance(event, Sentinel):  # NEED_DATA or CLOSED
-            if event is CLOSED:
+            self._bytes += len(data)
+            idle = self.idle_timeout
+            self.deadline = None if idle is None else now + idle
+        if self.finished:
+            return []
+        events = machine.feed(data)
+        if events:
+            self._events += len(events)
+            if not self.emitted:
+                for event in events:
+                    if type(event) is Delta or type(event) is ToolCallFragment:
+                        self.emitted = True
+                        self._recorder.on_event(now, event)  # ttft
+                        break
+            if type(events[-1]) is Done:
                 self.finished = True
-                self.close(now)
-            return None
-        kind = type(event)
-        if kind is Delta or kind is ToolCallFragment:
-            self.emitted = True
-        self.recorder.on_event(now, event)
-        if kind is Done:
-            self.finished = True
+        if not data:
+            self.finished = True  # feed(b"") handed out everything: the machine is CLOSED
+        if self.finished:
             self.close(now)
-        return event
+        return events
 
-    def events(self, now: float) -> list[ChatEvent]:
-        """Every event available now (see ``next_event``)."""
-        out: list[ChatEvent] = []
-        while (event := self.next_event(now)) is not None:
-            out.append(event)
-        return out
+    def check(self) -> None:
+        """Raise the fault that waited behind the events ``feed`` returned
+        (call it once they are handed out)."""
+        machine = self.machine
+        if machine is not None and machine.state is ChatState.FAILED:
+            machine.next_event()  # raises the RemoteProtocolError
 
     def close(self, now: float) -> None:
         """The attempt is over (finished, abandoned or failed); stops ``total``."""
         if not self._closed:
             self._closed = True
-            self.recorder.on_end(now)
+            self._recorder.on_end(now)
 
     @property
     def stats(self) -> StreamStats:
         """Stats of the current attempt."""
-        return self.recorder.stats
+        return dataclasses.replace(self._recorder.stats, bytes=self._bytes, events=self._events)
 
 
 class CallSurface:
@@ -460,16 +498,20 @@ _A = TypeVar("_A", bound="AsyncCall")
 
 class BlockingCall(CallSurface):
     """A blocking call object: context manager and iterator of the events
-    its ``_run()`` generator yields, started on the first ``next()``."""
+    in the lists its ``_run()`` generator yields (never an empty one),
+    started on the first ``next()``.  Leaving the ``with`` block closes the
+    call: ``close()`` normally, ``_abort()`` when an exception is on its
+    way (for adapters where closing may wait a little, it must not then)."""
 
-    _events: Generator[ChatEvent, None, None] | None
+    _batches: Generator[list[ChatEvent], None, None] | None
+    _batch: list[ChatEvent]  # the rest of the current list, reversed: the next event is last
     _closed: bool
+    # What each adapter defines: the loop, and closing.
+    _run: Callable[[], Generator[list[ChatEvent], None, None]]
+    close: Callable[[], None]
 
-    def _run(self) -> Generator[ChatEvent, None, None]:
-        raise NotImplementedError
-
-    def close(self) -> None:
-        raise NotImplementedError
+    def _abort(self) -> None:
+        self.close()
 
     def __enter__(self: _S) -> _S:
         return self
@@ -477,31 +519,43 @@ class BlockingCall(CallSurface):
     def __exit__(
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
-        self.close()
+        if exc is None:
+            self.close()
+        else:
+            self._abort()
 
     def __iter__(self: _S) -> _S:
         return self
 
     def __next__(self) -> ChatEvent:
-        if self._events is None:
+        batch = self._batch
+        if batch:
+            return batch.pop()
+        batches = self._batches
+        if batches is None:
             if self._closed:
                 raise StopIteration
-            self._events = self._run()
-        return next(self._events)
+            batches = self._batches = self._run()
+        batch = next(batches)
+        batch.reverse()
+        self._batch = batch
+        return batch.pop()
 
 
 class AsyncCall(CallSurface):
     """An async call object: async context manager and async iterator of
-    the events its ``_run()`` async generator yields."""
+    the events in the lists its ``_run()`` async generator yields (see
+    ``BlockingCall``)."""
 
-    _events: AsyncGenerator[ChatEvent, None] | None
+    _batches: AsyncGenerator[list[ChatEvent], None] | None
+    _batch: list[ChatEvent]
     _closed: bool
+    # What each adapter defines: the loop, and closing.
+    _run: Callable[[], AsyncGenerator[list[ChatEvent], None]]
+    aclose: Callable[[], Awaitable[None]]
 
-    def _run(self) -> AsyncGenerator[ChatEvent, None]:
-        raise NotImplementedError
-
-    async def aclose(self) -> None:
-        raise NotImplementedError
+    async def _abort(self) -> None:
+        await self.aclose()
 
     async def __aenter__(self: _A) -> _A:
         return self
@@ -509,17 +563,38 @@ class AsyncCall(CallSurface):
     async def __aexit__(
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
-        await self.aclose()
+        if exc is None:
+            await self.aclose()
+        else:
+            await self._abort()
 
     def __aiter__(self: _A) -> _A:
         return self
 
     async def __anext__(self) -> ChatEvent:
-        if self._events is None:
+        batch = self._batch
+        if batch:
+            return batch.pop()
+        batches = self._batches
+        if batches is None:
             if self._closed:
                 raise StopAsyncIteration
-            self._events = self._run()
-        return await self._events.__anext__()
+            batches = self._batches = self._run()
+        batch = await batches.__anext__()
+        batch.reverse()
+        self._batch = batch
+        return batch.pop()
+
+
+def settled(machine: ChatStream | EventStreamParser, events: list[Any], data: bytes | bytearray | memoryview) -> bool:
+    """Once the events one ``machine.feed(data)`` returned are handed out:
+    whether the stream is finished (``Done``, or the end of the body fed).
+    A fault that waited behind those events is raised here."""
+    if events and type(events[-1]) is Done:
+        return True
+    if events:
+        machine.next_event()  # NEED_DATA or CLOSED, else it raises the fault
+    return not data
 
 
 def _reraise(failure: BaseException, cause: BaseException) -> NoReturn:

@@ -9,79 +9,112 @@ Both calls run the loop that ``ssestate.adapters._common`` describes,
 with ``client.send(request, stream=True)`` for the head and the response's
 raw byte iterator for the body: ``iter_raw``/``aiter_raw``, which hand over
 what arrived (one HTTP/1.1 chunk, one HTTP/2 DATA frame) without waiting
-for more and without decoding anything.  The request carries
-``Accept-Encoding: identity``; a server that compresses anyway is read
-through ``iter_bytes``/``aiter_bytes`` (content decoding only, never text
-decoding).  The status and ``Content-Type`` of the response head go to the
-driver's ``ChatStream``; headers keep the case the server sent.
+for more and without decoding anything.  Each piece goes to the driver's
+``ChatStream`` in one ``feed`` call, and the events it completes go to the
+caller as one list.  The request carries ``Accept-Encoding: identity``; a
+server that compresses anyway is read through ``iter_bytes``/``aiter_bytes``
+(content decoding only, never text decoding).  The status and
+``Content-Type`` of the response head go to the driver's ``ChatStream``;
+headers keep the case the server sent.
 
 Timeouts.  The driver owns one deadline: the first-byte limit from the
-start of the attempt (connecting, a pool slot and the head included) to the
+start of the attempt (a pool slot, connecting and the head included) to the
 first body byte, then the idle limit from each body byte to the next.
+httpx's own timeouts are replaced, for these requests, by a mapping that
+answers every question httpcore asks (``connect``, ``pool``, ``write``,
+``read``) with the time left until that deadline, and every network read of
+the body asks it again (``_httpcore.Timeouts``, ``bound_reads``): the bound
+is the transport's own read timeout, which it arms on every read anyway,
+so keeping the deadline costs a clock reading per read and no timer of
+ours.  A read asked for after the deadline (the caller kept the events
+that long) waits ``_common.LATE`` at most: bytes that arrived meanwhile
+still count.  The async head also runs inside one ``anyio.move_on_after`` scope
+ending at the first-byte deadline, so that a head that trickles in is cut
+exactly there.  Whatever fires, an httpx timeout becomes the driver's
+``StreamTimeout``.
 
-* Async: every await on the network (``send`` for the head, then each step
-  of the body iterator) runs inside an ``anyio.move_on_after`` scope set to
-  the time left until that deadline, so the same code works under asyncio
-  and trio; httpx's own timeouts are switched off for these requests
-  (``httpx.Timeout(None)``) so that only that deadline applies.
-* Sync: a blocking read can only be bounded by the socket timeout httpx
-  passes down, and httpx fixes it per request, not per read.  So the
-  request's timeout dict (``request.extensions["timeout"]``, which httpcore
-  consults) has its ``read`` entry rewritten with the time left before every
-  step of the body iterator; httpcore's HTTP/2 connection reads that entry
-  on every network read, so on HTTP/2 that is enough.  httpcore's HTTP/1.1
-  connection reads it once, when the body starts; there the adapter also
-  routes the connection's reads (the ``network_stream`` the response
-  exposes) through a wrapper that passes the time left on every read, and
-  removes the wrapper when the response is closed.  The head is bounded by
-  ``httpx.Timeout(first_byte_timeout)`` (connect, pool, write, read).
-  Whatever fires, an httpx timeout becomes the driver's ``StreamTimeout``.
+Keeping the connection.  Iteration ends at ``Done`` without waiting for
+the server.  A response closed before the end of its body takes its
+HTTP/1.1 connection with it, so after ``Done`` the adapter reads what is
+left of the body (the terminating chunk, which a server writes right after
+``[DONE]``) for at most ``DRAIN_TIME`` seconds and ``DRAIN_BYTES`` bytes,
+then closes the response: when the body ended, httpx keeps the connection
+for the next request; when the server holds it open, the connection is
+closed.  That read happens when the caller asks for the event after
+``Done`` (the end of its loop) or closes the call normally; an exception on
+its way (cancellation included) closes at once.
 
 Closing.  ``close()``/``aclose()``, leaving the ``with`` block, breaking out
 of the loop (then the ``with`` block, or garbage collection, closes the
 call), closing a generator that iterates the call, an exception, asyncio
-task cancellation and trio or anyio cancel scopes all close the response
-at once; the async close runs shielded from the cancellation that caused
-it.  On HTTP/1.1 httpx then closes the connection (a response that was not
-read to its end cannot be reused), and the server sees the FIN.  On HTTP/2,
-httpx (httpcore 1.x) does not reset a stream that was closed early: the
-server would go on generating into a stream nobody reads, its DATA frames
-eating the connection's flow-control window.  So by default the adapter
-closes the whole HTTP/2 connection when it abandons a response before
-``Done`` or the end of the body (cancellation, a timeout, an error;
-``close_http2_connection=True``); other requests multiplexed on that
-connection fail with a transport error.  After ``Done`` the generation is
-over, and the connection stays in the pool for the next call.  Pass
-``False`` to keep the connection in every case and leave the stream to
-httpx.
+task cancellation and trio or anyio cancel scopes all close the response;
+the async close runs shielded from the cancellation that caused it.  On
+HTTP/1.1 httpx then closes a connection whose body was not read to its
+end, and the server sees the FIN.  On HTTP/2, httpx (httpcore 1.x) closes
+the response without telling the server, which would go on generating into
+a stream nobody reads.  So the adapter ends the stream itself: after
+``Done`` it resets the stream (``RST_STREAM``; nothing is sent when the
+server had ended it) and the connection stays in the pool; a response
+abandoned before ``Done`` takes its whole connection down by default
+(``close_http2_connection=True``: other requests multiplexed on it fail
+with a transport error), or has its stream reset with ``False``, which
+keeps the connection.
 """
 
 from __future__ import annotations
 
 import contextlib
 import math
-import socket
 import time
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Generator, Iterator, Mapping
 from typing import Any, overload
 
 try:
     import anyio
-    import httpcore
     import httpx
 except ImportError as exc:  # pragma: no cover - depends on the environment
     raise ImportError("ssestate.adapters.httpx needs httpx: pip install 'ssestate[httpx]'") from exc
 
 from .._chat import ChatStream
-from .._events import ChatEvent, Done
+from .._events import ChatEvent
 from .._framing import EventStreamParser, FramingEvent
 from .._retry import RetryPolicy, StreamTimeout
-from .._util import CLOSED, Sentinel
-from ._common import AsyncCall, BlockingCall, CallSurface, ChatRequest, HeaderInput, StreamDriver, build_request
+from .._state import ChatState
+from ._common import (
+    AsyncCall,
+    BlockingCall,
+    CallSurface,
+    ChatRequest,
+    HeaderInput,
+    StreamDriver,
+    build_request,
+    settled,
+)
+from ._httpcore import Timeouts, areset_h2_stream, bound_reads, close_network, reset_h2_stream
 
-__all__ = ["DEFAULT_RETRY", "AsyncHttpxCall", "HttpxCall", "aiter_events", "astream_chat", "iter_events", "stream_chat"]
+__all__ = [
+    "DEFAULT_RETRY",
+    "DRAIN_BYTES",
+    "DRAIN_TIME",
+    "AsyncHttpxCall",
+    "HttpxCall",
+    "aiter_events",
+    "astream_chat",
+    "iter_events",
+    "stream_chat",
+]
 
 DEFAULT_RETRY = RetryPolicy()
+
+# After Done, what is left of an HTTP/1.1 body is read for at most this long
+# and this much, so that the connection can serve the next request.  A server
+# writes the terminating chunk right after [DONE], so it is normally there at
+# once; the time covers a delayed ACK holding it back (Nagle's algorithm on a
+# server that did not turn it off), and is about what a new connection would
+# cost behind TLS.  A server that holds the body open loses its connection
+# after that time.
+DRAIN_TIME = 0.25
+DRAIN_BYTES = 65536
 
 # Failures of the connection (refused, reset, a body cut short, a timeout),
 # as opposed to bugs and to errors in what the caller asked for.
@@ -115,18 +148,6 @@ def _header_pairs(response: httpx.Response) -> list[tuple[str, str]]:
     return [(name.decode(encoding), value.decode(encoding)) for name, value in response.headers.raw]
 
 
-def _drain(machine: ChatStream | EventStreamParser) -> tuple[list[ChatEvent | FramingEvent], bool]:
-    """The events available now, and whether the stream is finished."""
-    out: list[ChatEvent | FramingEvent] = []
-    while True:
-        event = machine.next_event()
-        if isinstance(event, Sentinel):
-            return out, event is CLOSED
-        out.append(event)
-        if type(event) is Done:
-            return out, True
-
-
 @overload
 def iter_events(response: httpx.Response, machine: None = ...) -> Iterator[ChatEvent]: ...
 @overload
@@ -154,14 +175,13 @@ def iter_events(
     if machine is None:
         machine = _machine_for(response)
     for data in _body(response):
-        machine.receive_data(data)
-        events, finished = _drain(machine)
+        events = machine.feed(data)
         yield from events
-        if finished:
+        if settled(machine, events, data):
             return
-    machine.receive_data(b"")
-    events, _ = _drain(machine)
+    events = machine.feed(b"")
     yield from events
+    settled(machine, events, b"")
 
 
 @overload
@@ -183,23 +203,22 @@ async def _aiter_events(
     chunks = _abody(response)
     try:
         async for data in chunks:
-            machine.receive_data(data)
-            events, finished = _drain(machine)
+            events = machine.feed(data)
             for event in events:
                 yield event
-            if finished:
+            if settled(machine, events, data):
                 return
     finally:
         await _aclose_iterator(chunks)
-    machine.receive_data(b"")
-    events, _ = _drain(machine)
+    events = machine.feed(b"")
     for event in events:
         yield event
+    settled(machine, events, b"")
 
 
 async def _aclose_iterator(chunks: AsyncIterator[bytes]) -> None:
     aclose = getattr(chunks, "aclose", None)
-    if aclose is not None:
+    if aclose is not None:  # pragma: no branch - httpx's body iterators are async generators
         await aclose()
 
 
@@ -236,7 +255,9 @@ def stream_chat(  # noqa: PLR0917 - the positional order SPEC §7 fixes
         strict: a ``data`` payload that is not JSON raises (True) or is
             skipped (False).
         close_http2_connection: on HTTP/2, close the connection when a
-            response is abandoned before ``Done`` (see the module docstring).
+            response is abandoned before ``Done`` (True), or reset the
+            response's stream and keep the connection (False); see the
+            module docstring.
 
     Returns:
         An ``HttpxCall``: use it as a context manager and iterate it.
@@ -278,12 +299,15 @@ class _CallBase(CallSurface):
     def __init__(self, request: ChatRequest, driver: StreamDriver, close_http2_connection: bool) -> None:
         self.request = request
         self._driver = driver
+        self._timeouts = Timeouts(driver)
         self._close_http2 = close_http2_connection
         self._response: httpx.Response | None = None
+        self._restore: Callable[[], None] | None = None  # removes bound_reads' wrapper
         self._reading = False  # the current response's body is being read
         self._complete = False  # ... and was read to its end
         self._closed = False
         self._http_version: str | None = None
+        self._batch: list[ChatEvent] = []
 
     @property
     def response(self) -> httpx.Response | None:
@@ -296,19 +320,21 @@ class _CallBase(CallSurface):
         """``"HTTP/1.1"``, ``"HTTP/2"``, ... of the last response, or None."""
         return self._http_version
 
-    def _build(self, client: httpx.Client | httpx.AsyncClient, timeout: httpx.Timeout) -> httpx.Request:
+    def _build(self, client: httpx.Client | httpx.AsyncClient) -> httpx.Request:
         request = self.request
-        return client.build_request(
-            request.method, request.url, content=request.body, headers=list(request.headers), timeout=timeout
-        )
+        built = client.build_request(request.method, request.url, content=request.body, headers=list(request.headers))
+        built.extensions["timeout"] = self._timeouts  # every wait httpcore makes asks the driver's deadline
+        return built
 
-    def _accept(self, response: httpx.Response) -> float | None:
-        """The head arrived: hand it to the driver."""
+    def _accept(self, response: httpx.Response, *, is_async: bool) -> float | None:
+        """The head arrived: hand it to the driver; its reads follow the deadline."""
         self._response = response
         self._http_version = response.http_version
         self._reading = self._complete = False
         delay = self._driver.on_response(response.status_code, _header_pairs(response), time.monotonic())
         self._reading = delay is None
+        if self._reading:
+            self._restore = bound_reads(response, self._timeouts, is_async=is_async)
         return delay
 
     def _failure(self, exc: BaseException) -> BaseException:
@@ -317,23 +343,37 @@ class _CallBase(CallSurface):
             return self._driver.timeout_error(time.monotonic())
         return exc
 
-    def _left(self) -> float | None:
-        """Seconds left until the deadline; raises ``StreamTimeout`` when none are."""
-        return _time_left(self._driver)
+    @property
+    def _after_done(self) -> bool:
+        """``Done`` was handed out and the body has not ended (a body that
+        ended or failed leaves the machine ``CLOSED``)."""
+        machine = self._driver.machine
+        return machine is not None and machine.state is ChatState.DONE and self._reading and not self._complete
 
-    def _abandoning_http2(self, response: httpx.Response) -> Any:
-        """The network stream to close with ``response``: an HTTP/2
-        connection whose stream would otherwise be left generating (its
-        body is being read and neither ended nor reached ``Done``)."""
-        if (
-            self._close_http2
-            and self._reading
-            and not self._complete
-            and not self._driver.finished
-            and response.http_version == "HTTP/2"
-        ):
-            return response.extensions.get("network_stream")
-        return None
+    def _start_drain(self) -> bool:
+        """Whether to read the rest of the body before closing (``Done`` came
+        on an HTTP/1.1 body that has not ended; see the module docstring),
+        and if so, reads from now on wait until ``DRAIN_TIME`` from now."""
+        response = self._response
+        if response is None or response.http_version != "HTTP/1.1" or not self._after_done:
+            return False
+        self._timeouts.until = time.monotonic() + DRAIN_TIME
+        return True
+
+    def _take(self) -> tuple[httpx.Response | None, str]:
+        """Let go of the response; says how to end an HTTP/2 stream that
+        the server has not ended: "reset", "close" (the connection), or ""."""
+        response, restore = self._response, self._restore
+        self._response = self._restore = None
+        if restore is not None:
+            restore()
+        if response is None or response.http_version != "HTTP/2" or not self._reading or self._complete:
+            return response, ""
+        if self._after_done:
+            return response, "reset"
+        if self._driver.finished:  # the body ended or failed: nothing is left generating
+            return response, ""
+        return response, "close" if self._close_http2 else "reset"
 
 
 class HttpxCall(_CallBase, BlockingCall):
@@ -353,15 +393,24 @@ class HttpxCall(_CallBase, BlockingCall):
         super().__init__(request, driver, close_http2_connection)
         self._client = client
         self._chunks: Iterator[bytes] | None = None
-        self._restore: Callable[[], None] | None = None
-        self._events: Generator[ChatEvent, None, None] | None = None
+        self._batches: Generator[list[ChatEvent], None, None] | None = None
 
     def close(self) -> None:
-        """Close the response (and its connection, see the module
-        docstring) and stop iterating; idempotent."""
+        """Close the response and stop iterating; idempotent.  After
+        ``Done`` the rest of the body is read first, for a short while, so
+        that the connection can be reused (see the module docstring)."""
+        self._shut(finish=True)
+
+    def _abort(self) -> None:
+        self._shut(finish=False)
+
+    def _shut(self, *, finish: bool) -> None:
         self._closed = True
-        if self._events is not None:
-            self._events.close()  # runs the loop's finally: closes the response
+        self._batch = []
+        if finish:
+            self._finish_body()
+        if self._batches is not None:
+            self._batches.close()  # runs the loop's finally: closes the response
         self._disconnect()
         self._driver.close(time.monotonic())
 
@@ -370,39 +419,40 @@ class HttpxCall(_CallBase, BlockingCall):
         with contextlib.suppress(Exception):
             self._disconnect()
 
-    def _run(self) -> Generator[ChatEvent, None, None]:
+    def _run(self) -> Generator[list[ChatEvent], None, None]:
         driver = self._driver
         clock = time.monotonic
         try:
             while True:  # one pass per attempt
                 driver.begin_attempt(clock())
                 try:
-                    response = self._open()
+                    response = self._client.send(self._build(self._client), stream=True)
                 except (StreamTimeout, *_TRANSPORT_ERRORS) as exc:
                     self._disconnect()
                     time.sleep(driver.retry_open(self._failure(exc), exc, clock()))
                     continue
-                delay = self._accept(response)
+                delay = self._accept(response, is_async=False)
                 if delay is not None:  # a retryable status: its body is not read
                     self._disconnect()
                     time.sleep(delay)
                     continue
-                self._chunks = _body(response)
-                self._restore = _bound_reads(response, self._driver)
-                while not driver.finished:
+                chunks = self._chunks = _body(response)
+                while not driver.finished:  # until Done, or the body ended (b"")
                     try:
-                        data = self._read()
+                        data = next(chunks, b"")  # the body iterators never yield b""
                     except (StreamTimeout, *_TRANSPORT_ERRORS) as exc:
                         delay = driver.retry_read(self._failure(exc), exc, clock())
                         if delay is not None:
                             break
                         data = b""  # the body was cut short: Truncated follows
-                    driver.feed(data, clock())
-                    while (event := driver.next_event(clock())) is not None:
-                        yield event
-                    if not data:
-                        break  # end of body: the machine has finished
+                    else:
+                        self._complete = not data
+                    events = driver.feed(data, clock())
+                    if events:
+                        yield events
+                        driver.check()
                 if delay is None:
+                    self._finish_body()
                     return
                 self._disconnect()  # the body failed before any output: try again
                 time.sleep(delay)
@@ -410,99 +460,39 @@ class HttpxCall(_CallBase, BlockingCall):
             self._disconnect()
             driver.close(clock())
 
-    def _open(self) -> httpx.Response:
-        left = self._left()
-        request = self._build(self._client, httpx.Timeout(left))
-        return self._client.send(request, stream=True)
-
-    def _read(self) -> bytes:
-        """The next piece of the body (``b""`` at its end), within the deadline."""
-        assert self._chunks is not None and self._response is not None
-        timeouts = self._response.request.extensions.get("timeout")
-        left = self._left()
-        if isinstance(timeouts, dict):
-            timeouts["read"] = left
-        data = next(self._chunks, None)
-        if data is None:
+    def _finish_body(self) -> None:
+        """After ``Done``: read the rest of the body, briefly (``_start_drain``)."""
+        chunks = self._chunks
+        if chunks is None or not self._start_drain():
+            return
+        budget = DRAIN_BYTES
+        with contextlib.suppress(*_TRANSPORT_ERRORS):
+            for data in chunks:
+                budget -= len(data)
+                if budget < 0:
+                    return
             self._complete = True
-            return b""
-        return data
 
     def _disconnect(self) -> None:
-        response, chunks, restore = self._response, self._chunks, self._restore
-        self._response = self._chunks = self._restore = None
-        if restore is not None:
-            restore()
+        chunks = self._chunks
+        self._chunks = None
+        response, end = self._take()
         if chunks is not None:
             close = getattr(chunks, "close", None)
-            if close is not None:
+            if close is not None:  # pragma: no branch - httpx's body iterators are generators
                 with contextlib.suppress(*_TRANSPORT_ERRORS):
                     close()
         if response is None:
             return
-        network = self._abandoning_http2(response)
-        if network is not None:
-            sock = network.get_extra_info("socket")
-            if isinstance(sock, socket.socket):
-                # Wake any thread blocked reading this connection; the base
-                # class method, because ssl.SSLSocket.shutdown() would also
-                # drop the TLS state under that thread's feet.
-                with contextlib.suppress(OSError):
-                    socket.socket.shutdown(sock, socket.SHUT_RDWR)
-            with contextlib.suppress(Exception):
-                network.close()
+        with contextlib.suppress(Exception):
+            if end == "reset" and not reset_h2_stream(response):
+                end = "close"
+            if end == "close":
+                network = close_network(response)
+                if network is not None:
+                    network.close()
         with contextlib.suppress(*_TRANSPORT_ERRORS):
             response.close()
-
-
-def _time_left(driver: StreamDriver) -> float | None:
-    """Seconds left until the driver's deadline (None: no deadline); raises
-    ``StreamTimeout`` when none are left."""
-    now = time.monotonic()
-    left = driver.read_timeout(now)
-    if left is not None and left <= 0:
-        raise driver.timeout_error(now)
-    return left
-
-
-def _bound_reads(response: httpx.Response, driver: StreamDriver) -> Callable[[], None] | None:
-    """Make every network read of an HTTP/1.1 response end by the driver's deadline.
-
-    httpcore's HTTP/1.1 connection reads through the ``network_stream`` the
-    response exposes, with one timeout fixed when the body starts.  An
-    instance attribute ``read`` on that stream takes precedence over the
-    class's method, so the wrapper below sees every read and passes the
-    time left until the driver's deadline instead.  Returns the function
-    that removes the wrapper, or None when there is nothing to wrap (HTTP/2,
-    whose connection reads the per-request timeout on every read, or a
-    transport without a network stream).  The wrapper holds the driver,
-    never the call, so a call that is dropped can still be collected (and
-    its response closed) while the connection lives on in the pool.
-    """
-    if response.http_version == "HTTP/2":
-        return None
-    stream = response.extensions.get("network_stream")
-    read = getattr(stream, "read", None)
-    if not callable(read):
-        return None
-
-    def bounded_read(max_bytes: int, timeout: float | None = None) -> bytes:
-        try:
-            limit = _time_left(driver)
-        except StreamTimeout as exc:
-            raise httpcore.ReadTimeout(str(exc)) from exc
-        return read(max_bytes, limit)  # type: ignore[no-any-return]
-
-    try:
-        stream.read = bounded_read  # type: ignore[union-attr]
-    except (AttributeError, TypeError):  # pragma: no cover - a stream with slots
-        return None
-
-    def restore() -> None:
-        with contextlib.suppress(AttributeError):
-            del stream.read  # type: ignore[union-attr]
-
-    return restore
 
 
 class AsyncHttpxCall(_CallBase, AsyncCall):
@@ -520,20 +510,28 @@ class AsyncHttpxCall(_CallBase, AsyncCall):
         super().__init__(request, driver, close_http2_connection)
         self._client = client
         self._chunks: AsyncIterator[bytes] | None = None
-        self._events: AsyncGenerator[ChatEvent, None] | None = None
+        self._batches: AsyncGenerator[list[ChatEvent], None] | None = None
 
     async def aclose(self) -> None:
-        """Close the response (and its connection, see the module
-        docstring) and stop iterating; idempotent."""
+        """Close the response and stop iterating; idempotent (see ``HttpxCall.close``)."""
+        await self._shut(finish=True)
+
+    async def _abort(self) -> None:
+        await self._shut(finish=False)
+
+    async def _shut(self, *, finish: bool) -> None:
         self._closed = True
+        self._batch = []
         try:
-            if self._events is not None:
-                await self._events.aclose()  # runs the loop's finally
+            if finish:
+                await self._finish_body()
+            if self._batches is not None:
+                await self._batches.aclose()  # runs the loop's finally
         finally:
             await self._shielded_disconnect()
             self._driver.close(time.monotonic())
 
-    async def _run(self) -> AsyncGenerator[ChatEvent, None]:
+    async def _run(self) -> AsyncGenerator[list[ChatEvent], None]:
         driver = self._driver
         clock = time.monotonic
         try:
@@ -545,26 +543,28 @@ class AsyncHttpxCall(_CallBase, AsyncCall):
                     await self._shielded_disconnect()
                     await anyio.sleep(driver.retry_open(self._failure(exc), exc, clock()))
                     continue
-                delay = self._accept(response)
+                delay = self._accept(response, is_async=True)
                 if delay is not None:  # a retryable status: its body is not read
                     await self._shielded_disconnect()
                     await anyio.sleep(delay)
                     continue
-                self._chunks = _abody(response)
-                while not driver.finished:
+                chunks = self._chunks = _abody(response)
+                while not driver.finished:  # until Done, or the body ended (b"")
                     try:
-                        data = await self._read()
+                        data = await anext(chunks, b"")  # the body iterators never yield b""
                     except (StreamTimeout, *_TRANSPORT_ERRORS) as exc:
                         delay = driver.retry_read(self._failure(exc), exc, clock())
                         if delay is not None:
                             break
                         data = b""  # the body was cut short: Truncated follows
-                    driver.feed(data, clock())
-                    while (event := driver.next_event(clock())) is not None:
-                        yield event
-                    if not data:
-                        break  # end of body: the machine has finished
+                    else:
+                        self._complete = not data
+                    events = driver.feed(data, clock())
+                    if events:
+                        yield events
+                        driver.check()
                 if delay is None:
+                    await self._finish_body()
                     return
                 await self._shielded_disconnect()  # the body failed before any output
                 await anyio.sleep(delay)
@@ -573,23 +573,24 @@ class AsyncHttpxCall(_CallBase, AsyncCall):
             await self._shielded_disconnect()
 
     async def _open(self) -> httpx.Response:
-        left = self._left()
-        request = self._build(self._client, httpx.Timeout(None))
-        with anyio.move_on_after(math.inf if left is None else left):
-            return await self._client.send(request, stream=True)
+        deadline = self._driver.deadline
+        left = math.inf if deadline is None else deadline - time.monotonic()
+        with anyio.move_on_after(left):
+            return await self._client.send(self._build(self._client), stream=True)
         raise self._driver.timeout_error(time.monotonic())
 
-    async def _read(self) -> bytes:
-        """The next piece of the body (``b""`` at its end), within the deadline."""
-        assert self._chunks is not None
-        left = self._left()
-        with anyio.move_on_after(math.inf if left is None else left):
-            try:
-                return await self._chunks.__anext__()
-            except StopAsyncIteration:
-                self._complete = True
-                return b""
-        raise self._driver.timeout_error(time.monotonic())
+    async def _finish_body(self) -> None:
+        """After ``Done``: read the rest of the body, briefly (``_start_drain``)."""
+        chunks = self._chunks
+        if chunks is None or not self._start_drain():
+            return
+        budget = DRAIN_BYTES
+        with contextlib.suppress(*_TRANSPORT_ERRORS):
+            async for data in chunks:
+                budget -= len(data)
+                if budget < 0:
+                    return
+            self._complete = True
 
     async def _shielded_disconnect(self) -> None:
         # Closing must finish even inside a cancelled scope (the very
@@ -599,16 +600,20 @@ class AsyncHttpxCall(_CallBase, AsyncCall):
             await self._disconnect()
 
     async def _disconnect(self) -> None:
-        response, chunks = self._response, self._chunks
-        self._response = self._chunks = None
+        chunks = self._chunks
+        self._chunks = None
+        response, end = self._take()
         if chunks is not None:
             with contextlib.suppress(*_TRANSPORT_ERRORS):
                 await _aclose_iterator(chunks)
         if response is None:
             return
-        network = self._abandoning_http2(response)
-        if network is not None:
-            with contextlib.suppress(Exception):
-                await network.aclose()
+        with contextlib.suppress(Exception):
+            if end == "reset" and not await areset_h2_stream(response):
+                end = "close"
+            if end == "close":
+                network = close_network(response)
+                if network is not None:
+                    await network.aclose()
         with contextlib.suppress(*_TRANSPORT_ERRORS):
             await response.aclose()

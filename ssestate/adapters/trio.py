@@ -16,12 +16,23 @@ payload goes to the ``StreamDriver``'s ``ChatStream`` untouched, as soon as
 
 Timeouts are deadlines on trio's clock.  Connecting, the TLS handshake,
 sending the request and reading the head run inside one
-``trio.move_on_at`` scope ending at the first-byte deadline; every later
-``receive_some`` runs inside a scope ending at the driver's deadline
-(first-byte until a body byte arrived, then the last byte's time plus the
-idle limit).  A scope that expires becomes ``StreamTimeout``.  Retries
-wait with ``trio.sleep``, so a cancel scope around the call cuts a wait
-short too.
+``trio.move_on_at`` scope ending at the first-byte deadline.  The body's
+reads run without a scope of their own (on a stream whose reads bring a
+piece each, a scope per read made the adapter 15 % dearer: the paced mode
+of ``benchmarks/bench_adapters.py``): a watchdog task, started with
+the body, sleeps until the driver's deadline (first-byte until a body byte
+arrived, then the last byte's time plus the idle limit), looks again when
+it wakes, and sleeps on while bytes keep moving the deadline.  Only when
+the deadline has passed while a read waits does it close the stream; that
+read ends, and the call raises ``StreamTimeout``.  A read that starts after
+the deadline (the caller kept the events that long) takes the bytes that
+arrived meanwhile, waiting ``_common.LATE`` at most, and times out only
+when there are none.  So any byte resets the idle clock, a stream that
+keeps talking is never cut, and the watchdog wakes about once per idle
+limit instead of a timer being armed per read.  It runs as a trio system
+task (it needs no nursery from the caller) and stops when the response is
+closed.  Retries wait with ``trio.sleep``, so a cancel scope around the
+call cuts a wait short too.
 
 Closing.  ``aclose()``, leaving the ``async with`` block, breaking out and
 then leaving it, an exception, and cancellation by any enclosing cancel
@@ -35,6 +46,7 @@ is finalised whenever trio gets to it.
 
 from __future__ import annotations
 
+import contextlib
 import math
 import ssl
 from collections.abc import AsyncGenerator, Mapping
@@ -48,7 +60,7 @@ except ImportError as exc:  # pragma: no cover - depends on the environment
 
 from .._events import ChatEvent
 from .._retry import RetryPolicy, StreamTimeout
-from ._common import AsyncCall, ChatRequest, HeaderInput, StreamDriver, build_request
+from ._common import LATE, AsyncCall, ChatRequest, HeaderInput, StreamDriver, build_request
 
 __all__ = ["DEFAULT_RETRY", "TrioCall", "stream_chat"]
 
@@ -129,22 +141,25 @@ class TrioCall(AsyncCall):
         self._receive_size = receive_size
         self._stream: trio.abc.Stream | None = None
         self._h11: h11.Connection | None = None
-        self._events: AsyncGenerator[ChatEvent, None] | None = None
+        self._watchdog: _Watchdog | None = None
+        self._batches: AsyncGenerator[list[ChatEvent], None] | None = None
+        self._batch: list[ChatEvent] = []
         self._closed = False
 
     async def aclose(self) -> None:
         """Close the connection and stop iterating (idempotent)."""
         self._closed = True
+        self._batch = []
         try:
-            if self._events is not None:
-                await self._events.aclose()  # runs the loop's finally
+            if self._batches is not None:
+                await self._batches.aclose()  # runs the loop's finally
         finally:
             self._driver.close(trio.current_time())
             await self._disconnect()
 
     # -- the loop ---------------------------------------------------------------
 
-    async def _run(self) -> AsyncGenerator[ChatEvent, None]:
+    async def _run(self) -> AsyncGenerator[list[ChatEvent], None]:
         driver = self._driver
         clock = trio.current_time
         try:
@@ -162,19 +177,22 @@ class TrioCall(AsyncCall):
                     await self._disconnect()
                     await trio.sleep(delay)
                     continue
-                while not driver.finished:
+                assert self._stream is not None
+                self._watchdog = _Watchdog(driver, self._stream)
+                trio.lowlevel.spawn_system_task(self._watchdog.run, name="ssestate idle watchdog")
+                while not driver.finished:  # until Done, or the body ended (b"")
                     try:
                         data = await self._receive()
-                    except (StreamTimeout, *_TRANSPORT_ERRORS) as exc:
-                        delay = driver.retry_read(exc, exc, clock())
+                    except (StreamTimeout, trio.ClosedResourceError, *_TRANSPORT_ERRORS) as exc:
+                        failure = self._failure(exc)
+                        delay = driver.retry_read(failure, exc, clock())
                         if delay is not None:
                             break
                         data = b""  # the body was cut short: Truncated follows
-                    driver.feed(data, clock())
-                    while (event := driver.next_event(clock())) is not None:
-                        yield event
-                    if not data:
-                        break  # end of body: the machine has finished
+                    events = driver.feed(data, clock())
+                    if events:
+                        yield events
+                        driver.check()
                 if delay is None:
                     return
                 await self._disconnect()  # the body failed before any output: try again
@@ -227,28 +245,86 @@ class TrioCall(AsyncCall):
             return event
 
     async def _receive(self) -> bytes:
-        """The next piece of the body, ``b""`` at its end; each read is
-        bounded by the driver's deadline."""
-        stream, conn, driver = self._stream, self._h11, self._driver
-        assert stream is not None and conn is not None
+        """The next piece of the body, ``b""`` at its end."""
+        conn = self._h11
+        assert conn is not None
         while True:
             event = conn.next_event()
             if event is h11.NEED_DATA:
-                deadline = driver.deadline
-                with trio.move_on_at(math.inf if deadline is None else deadline):
-                    conn.receive_data(bytes(await stream.receive_some(self._receive_size)))
-                    continue
-                raise driver.timeout_error(trio.current_time())
-            if isinstance(event, h11.Data):
-                if event.data:
-                    return bytes(event.data)
+                conn.receive_data(bytes(await self._read()))
                 continue
-            # EndOfMessage (the body is complete), ConnectionClosed, PAUSED.
-            return b""
+            if type(event) is not h11.Data:  # EndOfMessage (the body is complete), ConnectionClosed, PAUSED
+                return b""
+            if event.data:  # pragma: no branch - h11 hands over no empty Data (b"" would end the body)
+                return bytes(event.data)
+
+    async def _read(self) -> bytes | bytearray:
+        """One read from the network.  The watchdog ends it at the deadline;
+        a read that starts after the deadline (the caller kept the events
+        that long) takes what arrived meanwhile, waiting ``LATE`` at most."""
+        stream, watchdog, driver = self._stream, self._watchdog, self._driver
+        assert stream is not None and watchdog is not None
+        deadline = driver.deadline
+        if deadline is not None and trio.current_time() >= deadline:
+            with trio.move_on_after(LATE):
+                return await stream.receive_some(self._receive_size)
+            raise driver.timeout_error(trio.current_time())
+        watchdog.reading = True
+        try:
+            return await stream.receive_some(self._receive_size)
+        finally:
+            watchdog.reading = False
+
+    def _failure(self, exc: BaseException) -> BaseException:
+        """A read ended by the watchdog becomes the driver's ``StreamTimeout``."""
+        if self._watchdog is not None and self._watchdog.fired:
+            return self._driver.timeout_error(trio.current_time())
+        return exc
 
     async def _disconnect(self) -> None:
         """Close the connection now, without any goodbye that could block."""
-        stream = self._stream
+        stream, watchdog = self._stream, self._watchdog
         self._stream = self._h11 = None
+        if watchdog is not None:
+            watchdog.stop()
         if stream is not None:
             await trio.aclose_forcefully(stream)
+
+
+class _Watchdog:
+    """Closes ``stream`` when the driver's deadline passes while a read
+    waits on it (see the module docstring); ``fired`` says it did."""
+
+    def __init__(self, driver: StreamDriver, stream: trio.abc.Stream) -> None:
+        self.driver = driver
+        self.stream = stream
+        self.reading = False  # a read is waiting on the stream
+        self.fired = False
+        self.scope = trio.CancelScope()
+
+    def stop(self) -> None:
+        self.scope.cancel()
+
+    async def run(self) -> None:
+        driver = self.driver
+        idle = math.inf if driver.idle_timeout is None else driver.idle_timeout
+        with self.scope:
+            while True:
+                now = trio.current_time()
+                deadline = math.inf if driver.deadline is None else driver.deadline
+                if now < deadline:
+                    # A byte arriving from now on puts the deadline at now +
+                    # idle or later; only the first-byte deadline can come
+                    # sooner, and it is known already.
+                    wake = min(deadline, now + idle)
+                elif self.reading:
+                    break
+                else:
+                    # The caller holds the events: the reader looks at the
+                    # deadline itself when it reads next.
+                    wake = now + (driver.limit or idle)
+                await trio.sleep_until(wake)
+            self.fired = True
+            # An exception out of a system task would end the whole trio run.
+            with contextlib.suppress(Exception):
+                await trio.aclose_forcefully(self.stream)
