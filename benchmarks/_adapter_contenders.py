@@ -419,4 +419,3 @@ def async_contenders(backend: str) -> list[Contender]:
         Contender("naive (aiter_lines)", "naive", "httpx", "payloads", _async_httpx_client, _anaive, _aclose),
         Contender("openai SDK", "sdk", "httpx2", "payloads", _async_sdk_client, _asdk, _asdk_close),
     ]
-

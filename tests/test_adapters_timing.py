@@ -177,4 +177,3 @@ def test_a_fault_behind_events_is_raised_without_waiting(adapter: str, server_fa
     record = server.record_for(0)
     assert record is not None
     assert (record.outcome, record.step) == ("disconnected", 1)
-
