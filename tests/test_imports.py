@@ -61,6 +61,8 @@ def test_importing_loads_only_the_standard_library() -> None:
     report = probe()
     assert "ssestate._framing" in report["added"]  # the probe really imported it
     assert report["foreign"] == [], f"importing {report['targets']} loaded {report['foreign']}"
+    # The core never imports the command line (it imports the core, not the reverse).
+    assert [m for m in report["added"] if m.startswith("ssestate.cli")] == []
 
 
 def test_the_probe_notices_a_foreign_module() -> None:

@@ -1,0 +1,200 @@
+"""``ssestate serve``: the scripted test server on loopback, in the foreground.
+
+Theory of operation
+-------------------
+``ScenarioHandler`` turns each request into a ``Script`` (the scenario
+picked by header, model name or the default, with its seed and speed) and
+``ScriptServer`` plays it.  The server runs in the calling thread until
+Ctrl-C or SIGTERM; a daemon thread waits on the server's response records
+and logs how each response ended (complete, aborted, disconnected), so a
+user watching the log sees when a client hung up.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import signal
+import threading
+from collections.abc import Callable
+
+from .._scenarios import DESCRIPTIONS, SCENARIOS, random_choice, scenario
+from .._script import Script
+from .._server import ScriptRequest, ScriptServer
+from ._common import EXIT_OK, Formatter, Out, SubParsers, UsageError, port, positive_float
+
+__all__ = ["ScenarioHandler", "add_parser", "run", "scenario_list", "scenario_name"]
+
+
+def scenario_name(text: str) -> str:
+    if text not in SCENARIOS:
+        raise argparse.ArgumentTypeError(f"unknown scenario {text!r}; choose one of: {', '.join(SCENARIOS)}")
+    return text
+
+
+def scenario_list() -> str:
+    width = max(map(len, SCENARIOS))
+    return "\n".join(f"  {name:<{width}}  {DESCRIPTIONS[name]}" for name in SCENARIOS)
+
+
+def add_parser(sub: SubParsers) -> None:
+    serve = sub.add_parser(
+        "serve",
+        help="an OpenAI-compatible test server that streams difficult responses",
+        description="Serve POST /v1/chat/completions on loopback with scripted, difficult but realistic "
+        "streams: bursts, silences with keep-alive comments, writes cut inside UTF-8 characters and "
+        "CRLF pairs, dropped connections, error heads.  Point any client at it.\n\n"
+        'The scenario is chosen per request: the X-Ssestate-Scenario header, else a "model" naming a '
+        'scenario ("cjk" or "ssestate-cjk"), else --scenario; the X-Ssestate-Speed header overrides '
+        "--speed.  The seed is the request's integer "
+        '"seed" field, else --seed plus the number of requests served before (so "random" varies).  '
+        "GET /v1/models lists the scenarios.\n\nscenarios:\n" + scenario_list(),
+        epilog="example:\n  ssestate serve --port 8000 --scenario random --seed 7\n"
+        "  curl -N http://127.0.0.1:8000/v1/chat/completions -H 'Content-Type: application/json' \\\n"
+        '       -d \'{"model":"crlf","messages":[{"role":"user","content":"hi"}],"stream":true}\'',
+        formatter_class=Formatter,
+    )
+    serve.add_argument("--host", default="127.0.0.1", help="address to bind (default: 127.0.0.1)")
+    serve.add_argument("--port", type=port, default=0, help="port to bind (default: 0, any free port)")
+    serve.add_argument(
+        "--scenario", type=scenario_name, default="text", metavar="NAME", help="default scenario (default: text)"
+    )
+    serve.add_argument("--seed", type=int, default=0, metavar="N", help="base seed (default: 0)")
+    serve.add_argument(
+        "--speed", type=positive_float, default=1.0, metavar="X", help="divide every pause by X (default: 1)"
+    )
+    serve.add_argument("-q", "--quiet", action="store_true", help="do not log requests")
+
+
+def _json_script(status: int, body: object) -> Script:
+    data = (json.dumps(body, indent=2, ensure_ascii=False) + "\n").encode()
+    return Script(status, [("Content-Type", "application/json")], [data], chunked=False)
+
+
+def _error_script(status: int, message: str, code: str) -> Script:
+    return _json_script(
+        status, {"error": {"message": message, "type": "invalid_request_error", "param": None, "code": code}}
+    )
+
+
+class ScenarioHandler:
+    """Choose and build the scenario of each request (see ``serve --help``)."""
+
+    def __init__(self, default: str, seed: int, speed: float, log: Callable[[str], None] | None = None) -> None:
+        self.default = default
+        self.seed = seed
+        self.speed = speed
+        self.log = log
+        self.chosen: dict[int, str] = {}  # request number -> "name seed N", for the log
+
+    def pick(self, request: ScriptRequest) -> tuple[str, int, float]:
+        """(scenario, seed, speed) for ``request``; ``UsageError`` when a
+        header asks for something that does not exist."""
+        body = request.json if isinstance(request.json, dict) else {}
+        name = request.header("X-Ssestate-Scenario")
+        if name is not None:
+            name = name.strip()
+            if name not in SCENARIOS:
+                raise UsageError(
+                    f"unknown scenario {name!r} in X-Ssestate-Scenario; choose one of: {', '.join(SCENARIOS)}"
+                )
+        else:
+            model = body.get("model")
+            if isinstance(model, str) and model.removeprefix("ssestate-") in SCENARIOS:
+                name = model.removeprefix("ssestate-")
+            else:
+                name = self.default
+        seed = body.get("seed")
+        if not isinstance(seed, int) or isinstance(seed, bool):
+            seed = self.seed + request.attempt
+        speed = self.speed
+        text = request.header("X-Ssestate-Speed")
+        if text is not None:
+            try:
+                speed = positive_float(text.strip())
+            except argparse.ArgumentTypeError as exc:
+                raise UsageError(f"X-Ssestate-Speed {exc}") from None
+        return name, seed, speed
+
+    def __call__(self, request: ScriptRequest) -> Script:
+        path = request.path.partition("?")[0].rstrip("/")
+        what = f"#{request.attempt} {request.method} {request.path}"
+        if request.method == "GET" and path.endswith("/models"):
+            self._log(f"{what} -> model list")
+            models = [{"id": name, "object": "model", "created": 0, "owned_by": "ssestate"} for name in SCENARIOS]
+            return _json_script(200, {"object": "list", "data": models})
+        if request.method != "POST" or not path.endswith("/chat/completions"):
+            self._log(f"{what} -> 404")
+            return _error_script(
+                404,
+                f"ssestate serve answers POST /v1/chat/completions and GET /v1/models, not {request.method} {path}",
+                "not_found",
+            )
+        if not isinstance(request.json, dict):
+            self._log(f"{what} -> 400 (body is not a JSON object)")
+            return _error_script(400, "the request body must be a JSON object", "invalid_json")
+        try:
+            name, seed, speed = self.pick(request)
+        except UsageError as exc:
+            self._log(f"{what} -> 400 ({exc})")
+            return _error_script(400, str(exc), "bad_scenario_header")
+        label = f"{name} seed {seed}" + (f" speed {speed:g}" if speed != self.speed else "")
+        if name == "random":
+            label += f" ({random_choice(seed)})"
+        if self.log is not None:
+            self.chosen[request.attempt] = label  # for the line that reports how it ended
+        self._log(f"{what} -> {label}")
+        return scenario(name, seed, speed)
+
+    def _log(self, text: str) -> None:
+        if self.log is not None:
+            self.log(text)
+
+
+def run(args: argparse.Namespace, out: Out) -> int:
+    p = out.paint
+    log = None if args.quiet else (lambda text: out.line(p(text, "dim")))
+    handler = ScenarioHandler(args.scenario, args.seed, args.speed, log)
+    try:
+        server = ScriptServer(handler, host=args.host, port=args.port)
+    except OSError as exc:
+        raise UsageError(f"cannot listen on {args.host}:{args.port}: {exc.strerror or exc}") from None
+    url = server.url
+    out.line(
+        f"{p('ssestate serve', 'bold')}: listening on {p(url, 'cyan')}  "
+        f"(scenario {args.scenario}, seed {args.seed}, speed {args.speed:g})"
+    )
+    out.line(
+        f"  try: curl -N {url}/chat/completions -H 'Content-Type: application/json' "
+        f'-d \'{{"model":"{args.scenario}","messages":[{{"role":"user","content":"hi"}}],"stream":true}}\''
+    )
+    out.line('  a request picks its scenario with "model": "<name>" (ssestate serve --help lists them); Ctrl-C stops')
+
+    stop = threading.Event()
+
+    def report() -> None:
+        seen = 0
+        while not stop.is_set():
+            records = server.wait_for(seen + 1, timeout=0.2)
+            for record in records[seen:]:
+                detail = f": {record.detail}" if record.detail and record.outcome != "complete" else ""
+                label = handler.chosen.pop(record.attempt, "")
+                out.line(p(f"#{record.attempt} {label} ended {record.outcome} at step {record.step}{detail}", "dim"))
+            seen = len(records)
+
+    def terminate(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt
+
+    if not args.quiet:
+        threading.Thread(target=report, name="serve-log", daemon=True).start()
+    previous = signal.signal(signal.SIGTERM, terminate)
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        stop.set()
+        signal.signal(signal.SIGTERM, previous)
+        server.close()
+    out.line("ssestate serve: stopped")
+    return EXIT_OK
