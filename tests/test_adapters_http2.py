@@ -44,9 +44,8 @@ from hypercorn.asyncio import serve
 from hypercorn.config import Config
 
 from ssestate import Delta, StreamTimeout
-from ssestate._scenarios import scenario
-from ssestate._script import Script
 from ssestate.adapters import httpx as sse_httpx
+from ssestate.testing import Script, scenario
 
 pytestmark = pytest.mark.network
 

@@ -24,9 +24,8 @@ import time
 from typing import Any
 
 from .. import Accumulator, Delta, Heartbeat, Pacer, ToolCallFragment
-from .._scenarios import DESCRIPTIONS, expected_outcome
-from .._server import ScriptServer
 from ..adapters import sync
+from ..testing import DESCRIPTIONS, ScenarioHandler, ScriptServer, expected_outcome
 from ._common import (
     EXIT_OK,
     EXIT_OUTCOME,
@@ -38,7 +37,7 @@ from ._common import (
     positive_float,
     stats_line,
 )
-from .serve import ScenarioHandler, scenario_name
+from .serve import scenario_name
 
 __all__ = ["DEMO_SCENARIOS", "add_parser", "run"]
 

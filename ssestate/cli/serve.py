@@ -2,9 +2,10 @@
 
 Theory of operation
 -------------------
-``ScenarioHandler`` turns each request into a ``Script`` (the scenario
-picked by header, model name or the default, with its seed and speed) and
-``ScriptServer`` plays it.  The server runs in the calling thread until
+``ssestate.testing.ScenarioHandler`` turns each request into a ``Script``
+(the OpenAI API's answer, played as the scenario picked by header, model
+name or the default, with its seed and speed) and ``ScriptServer`` plays
+it.  The server runs in the calling thread until
 Ctrl-C or SIGTERM; a daemon thread waits on the server's response records
 and logs how each response ended (complete, aborted, disconnected), so a
 user watching the log sees when a client hung up.
@@ -13,17 +14,13 @@ user watching the log sees when a client hung up.
 from __future__ import annotations
 
 import argparse
-import json
 import signal
 import threading
-from collections.abc import Callable
 
-from .._scenarios import DESCRIPTIONS, SCENARIOS, random_choice, scenario
-from .._script import Script
-from .._server import ScriptRequest, ScriptServer
+from ..testing import DESCRIPTIONS, SCENARIOS, ScenarioHandler, ScriptServer
 from ._common import EXIT_OK, Formatter, Out, SubParsers, UsageError, port, positive_float
 
-__all__ = ["ScenarioHandler", "add_parser", "run", "scenario_list", "scenario_name"]
+__all__ = ["add_parser", "run", "scenario_list", "scenario_name"]
 
 
 def scenario_name(text: str) -> str:
@@ -44,6 +41,10 @@ def add_parser(sub: SubParsers) -> None:
         description="Serve POST /v1/chat/completions on loopback with scripted, difficult but realistic "
         "streams: bursts, silences with keep-alive comments, writes cut inside UTF-8 characters and "
         "CRLF pairs, dropped connections, error heads.  Point any client at it.\n\n"
+        "Where a scenario intends no fault the server is the OpenAI API: it streams only when the request "
+        'says "stream": true (else it answers with one chat.completion), sends a usage chunk only with '
+        "stream_options.include_usage, stops a choice at max_tokens with finish_reason length, counts the "
+        "prompt's tokens from the prompt alone, and answers other paths with the API's 404.\n\n"
         'The scenario is chosen per request: the X-Ssestate-Scenario header, else a "model" naming a '
         'scenario ("cjk" or "ssestate-cjk"), else --scenario; the X-Ssestate-Speed header overrides '
         "--speed.  The seed is the request's integer "
@@ -64,91 +65,6 @@ def add_parser(sub: SubParsers) -> None:
         "--speed", type=positive_float, default=1.0, metavar="X", help="divide every pause by X (default: 1)"
     )
     serve.add_argument("-q", "--quiet", action="store_true", help="do not log requests")
-
-
-def _json_script(status: int, body: object) -> Script:
-    data = (json.dumps(body, indent=2, ensure_ascii=False) + "\n").encode()
-    return Script(status, [("Content-Type", "application/json")], [data], chunked=False)
-
-
-def _error_script(status: int, message: str, code: str) -> Script:
-    return _json_script(
-        status, {"error": {"message": message, "type": "invalid_request_error", "param": None, "code": code}}
-    )
-
-
-class ScenarioHandler:
-    """Choose and build the scenario of each request (see ``serve --help``)."""
-
-    def __init__(self, default: str, seed: int, speed: float, log: Callable[[str], None] | None = None) -> None:
-        self.default = default
-        self.seed = seed
-        self.speed = speed
-        self.log = log
-        self.chosen: dict[int, str] = {}  # request number -> "name seed N", for the log
-
-    def pick(self, request: ScriptRequest) -> tuple[str, int, float]:
-        """(scenario, seed, speed) for ``request``; ``UsageError`` when a
-        header asks for something that does not exist."""
-        body = request.json if isinstance(request.json, dict) else {}
-        name = request.header("X-Ssestate-Scenario")
-        if name is not None:
-            name = name.strip()
-            if name not in SCENARIOS:
-                raise UsageError(
-                    f"unknown scenario {name!r} in X-Ssestate-Scenario; choose one of: {', '.join(SCENARIOS)}"
-                )
-        else:
-            model = body.get("model")
-            if isinstance(model, str) and model.removeprefix("ssestate-") in SCENARIOS:
-                name = model.removeprefix("ssestate-")
-            else:
-                name = self.default
-        seed = body.get("seed")
-        if not isinstance(seed, int) or isinstance(seed, bool):
-            seed = self.seed + request.attempt
-        speed = self.speed
-        text = request.header("X-Ssestate-Speed")
-        if text is not None:
-            try:
-                speed = positive_float(text.strip())
-            except argparse.ArgumentTypeError as exc:
-                raise UsageError(f"X-Ssestate-Speed {exc}") from None
-        return name, seed, speed
-
-    def __call__(self, request: ScriptRequest) -> Script:
-        path = request.path.partition("?")[0].rstrip("/")
-        what = f"#{request.attempt} {request.method} {request.path}"
-        if request.method == "GET" and path.endswith("/models"):
-            self._log(f"{what} -> model list")
-            models = [{"id": name, "object": "model", "created": 0, "owned_by": "ssestate"} for name in SCENARIOS]
-            return _json_script(200, {"object": "list", "data": models})
-        if request.method != "POST" or not path.endswith("/chat/completions"):
-            self._log(f"{what} -> 404")
-            return _error_script(
-                404,
-                f"ssestate serve answers POST /v1/chat/completions and GET /v1/models, not {request.method} {path}",
-                "not_found",
-            )
-        if not isinstance(request.json, dict):
-            self._log(f"{what} -> 400 (body is not a JSON object)")
-            return _error_script(400, "the request body must be a JSON object", "invalid_json")
-        try:
-            name, seed, speed = self.pick(request)
-        except UsageError as exc:
-            self._log(f"{what} -> 400 ({exc})")
-            return _error_script(400, str(exc), "bad_scenario_header")
-        label = f"{name} seed {seed}" + (f" speed {speed:g}" if speed != self.speed else "")
-        if name == "random":
-            label += f" ({random_choice(seed)})"
-        if self.log is not None:
-            self.chosen[request.attempt] = label  # for the line that reports how it ended
-        self._log(f"{what} -> {label}")
-        return scenario(name, seed, speed)
-
-    def _log(self, text: str) -> None:
-        if self.log is not None:
-            self.log(text)
 
 
 def run(args: argparse.Namespace, out: Out) -> int:
