@@ -19,13 +19,13 @@ import unittest.mock
 from typing import Any
 
 import pytest
-from chatgen import chat_streams, mutated_streams, texts
 from helpers import chunkings, drain, until_error
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ssestate import ChatStream, Delta, Done, Finish, ToolCallFragment
 from ssestate import _chat as chat
+from ssestate.testing.strategies import chat_streams, mutated_streams, texts
 
 template = chat._template
 text_hole = chat._text_hole
