@@ -173,7 +173,7 @@ def describe_outcome(acc: Accumulator) -> tuple[str, str]:
     if outcome == "truncated":
         t = acc.truncated
         if t is not None and t.reason == "partial-event":
-            return f"✗ truncated: the connection closed mid-event ({t.pending} bytes of it lost)", "red"
+            return f"✗ truncated: the connection closed mid-event ({count_of(t.pending, 'byte')} of it lost)", "red"
         return "✗ truncated: the stream ended before every choice finished", "red"
     if outcome == "error":
         e = acc.error

@@ -5,11 +5,13 @@ Theory of operation
 One request through the standard-library adapter (``ssestate.adapters.
 sync``), with idle timeouts and retries before any output.  The answer goes
 to stdout as it arrives; reasoning, refusals and tool calls go to stderr,
-so that ``ssestate chat ... > answer.txt`` keeps only the answer.  Each
-stream's "at the start of a line" state is tracked so that switching between
-them never glues two texts together.  Ctrl-C leaves the ``with`` block,
-which closes the connection (exit status 130); a failed request is one line
-on stderr (exit status 1), as is any outcome other than complete.
+so that ``ssestate chat ... > answer.txt`` keeps only the answer.  With
+several choices (n>1) the first one seen is shown live and each other one
+follows under its own header when the stream is over.  Ctrl-C leaves the
+``with`` block, which closes the connection (exit status 130); a failed
+request is one line on stderr (exit status 1), as is any outcome other than
+complete.  ``--stats`` prints its line before that last line, on every one
+of these paths.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ import os
 import sys
 from typing import Any
 
-from .. import Accumulator, Delta, ProtocolError, RetryPolicy, StreamTimeout, ToolCallFragment
+from .. import Accumulator, Delta, Heartbeat, ProtocolError, RetryPolicy, StreamTimeout, ToolCallFragment
 from ..adapters import sync
 from ._common import (
     EXIT_INTERRUPTED,
@@ -116,62 +118,116 @@ def run(args: argparse.Namespace, out: Out) -> int:
         )
     except ValueError as exc:
         raise UsageError(str(exc)) from None
-    pe = out.paint_err
     acc = Accumulator()
-    column = {"out": True, "err": True}  # at the start of a line
+    screen = _Screen(out)
+    heartbeats = 0
 
-    def to_out(text: str) -> None:
-        out.write(text)
-        column["out"] = text.endswith("\n")
+    def stats() -> None:
+        if args.stats:
+            out.err(out.paint_err(stats_line(call.stats, heartbeats), "dim"))
 
-    def to_err(text: str) -> None:
-        out.stderr.write(text)
-        out.stderr.flush()
-        column["err"] = text.endswith("\n")
-
-    open_call = False
     try:
         with call:
             for ev in call:
                 acc.feed(ev)
-                if isinstance(ev, Delta):
-                    if ev.reasoning:
-                        to_err(pe(ev.reasoning, "dim"))
-                    if ev.content:
-                        if not column["err"]:
-                            to_err("\n")
-                        to_out(ev.content)
-                    if ev.refusal:
-                        to_err(pe(ev.refusal, "yellow"))
-                elif isinstance(ev, ToolCallFragment):
-                    if ev.name or ev.id:
-                        if open_call:
-                            to_err(pe(")", "cyan"))
-                        if not column["err"] or not column["out"]:
-                            to_err("\n")
-                        to_err(pe(f"⚙ {ev.name or '?'}(", "cyan"))
-                        open_call = True
-                    to_err(pe(ev.arguments, "cyan"))
+                screen.show(ev)
+                heartbeats += isinstance(ev, Heartbeat)
     except KeyboardInterrupt:
-        if not column["out"]:
-            to_out("\n")
+        screen.end_lines()
+        stats()
         out.err("ssestate chat: cancelled; connection closed")
         return EXIT_INTERRUPTED
     except (OSError, http.client.HTTPException, ProtocolError) as exc:  # timeouts are OSErrors
-        if not column["out"]:
-            to_out("\n")
+        screen.end_lines()
+        stats()
         raise ChatFailure(_failure_text(exc, args.base_url)) from None
-    if open_call:
-        to_err(pe(")", "cyan") + "\n")
-    if not column["out"]:
-        to_out("\n")
-    if args.stats:
-        out.err(pe(stats_line(call.stats, 0), "dim"))
+    screen.others(acc)
+    stats()
     if acc.outcome != "complete":
         text, _ = describe_outcome(acc)
         out.err(f"ssestate chat: {text.lstrip('✓✗✂? ')}")
         return EXIT_OUTCOME
     return EXIT_OK
+
+
+class _Screen:
+    """The answer on stdout, reasoning, refusals and tool calls on stderr;
+    the first choice seen live, the others (n>1) each under its own header
+    once the stream is over, so that two answers never share a line.  Each
+    stream's "at the start of a line" state is tracked, so that switching
+    between them never glues two texts together."""
+
+    def __init__(self, out: Out) -> None:
+        self.out = out
+        self.pe = out.paint_err
+        self.at_start = {"out": True, "err": True}
+        self.live: int | None = None
+        self.open_call = False
+
+    def to_out(self, text: str) -> None:
+        if text:
+            self.out.write(text)
+            self.at_start["out"] = text.endswith("\n")
+
+    def to_err(self, text: str) -> None:
+        if text:
+            self.out.stderr.write(text)
+            self.out.stderr.flush()
+            self.at_start["err"] = text.endswith("\n")
+
+    def show(self, ev: object) -> None:
+        if not isinstance(ev, (Delta, ToolCallFragment)):
+            return
+        if self.live is None:
+            self.live = ev.choice
+        if ev.choice != self.live:
+            return  # shown whole at the end
+        pe = self.pe
+        if isinstance(ev, Delta):
+            self.to_err(pe(ev.reasoning or "", "dim"))
+            if ev.content:
+                if not self.at_start["err"]:
+                    self.to_err("\n")
+                self.to_out(ev.content)
+            self.to_err(pe(ev.refusal or "", "yellow"))
+            return
+        if ev.name or ev.id:
+            self.close_call()
+            if not self.at_start["err"] or not self.at_start["out"]:
+                self.to_err("\n")
+            self.to_err(pe(f"⚙ {ev.name or '?'}(", "cyan"))
+            self.open_call = True
+        self.to_err(pe(ev.arguments, "cyan"))
+
+    def close_call(self) -> None:
+        if self.open_call:
+            self.to_err(self.pe(")", "cyan"))
+            self.open_call = False
+
+    def end_lines(self) -> None:
+        """End whatever line either stream is in the middle of."""
+        self.close_call()
+        if not self.at_start["err"]:
+            self.to_err("\n")
+        if not self.at_start["out"]:
+            self.to_out("\n")
+
+    def others(self, acc: Accumulator) -> None:
+        """After the stream: every choice that was not shown live."""
+        self.end_lines()
+        pe = self.pe
+        for index, choice in sorted(acc.choices.items()):
+            if index == self.live:
+                continue
+            self.to_out(f"── choice {index} ──\n")
+            if choice.reasoning:
+                self.to_err(pe(choice.reasoning, "dim") + "\n")
+            if choice.content:
+                self.to_out(choice.content + ("" if choice.content.endswith("\n") else "\n"))
+            if choice.refusal:
+                self.to_err(pe(choice.refusal, "yellow") + "\n")
+            for call in choice.tool_calls:
+                self.to_err(pe(f"⚙ {call.name or '?'}({call.arguments})", "cyan") + "\n")
 
 
 def _failure_text(exc: BaseException, url: str) -> str:

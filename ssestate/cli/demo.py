@@ -6,8 +6,10 @@ The demo starts the scripted server in-process on loopback and reads a few
 scenarios through the standard-library adapter.  For each one a reader
 thread owns the connection and passes every event (then how the call ended)
 through a queue; the main thread feeds an ``Accumulator`` and types the
-text out through a ``Pacer`` at a steady rate, ticking every 50 ms so that
-the display keeps moving while the network is silent.  Only the first
+text out through a ``Pacer`` at ``--rate`` characters a second (times
+``--speed``), ticking every 50 ms so that the display keeps moving while
+the network is silent and catches up after a burst at that rate, not
+faster.  Only the first
 choice seen is typed out live; tool calls are shown as they stream (name,
 then the raw argument fragments) and parsed at the end.  Each scenario ends
 with how the stream ended, its timing, and a check against the outcome the
@@ -33,6 +35,7 @@ from ._common import (
     Out,
     SubParsers,
     arguments_of,
+    count_of,
     describe_outcome,
     positive_float,
     stats_line,
@@ -42,6 +45,8 @@ from .serve import scenario_name
 __all__ = ["DEMO_SCENARIOS", "add_parser", "run"]
 
 DEMO_SCENARIOS = ("text", "tools", "cjk", "length", "drop-mid-event", "error-503")
+# Longer than any scenario's text takes at the slowest rate worth typing at.
+_MAX_LAG = 600.0
 _DEMO_PROMPTS = {
     "tools": "What's the weather in São Paulo?",
     "parallel-tools": "Weather and local time in Tokyo, please.",
@@ -171,7 +176,9 @@ def _demo_one(out: Out, url: str, name: str, *, seed: int, speed: float, rate: f
     }
     inbox: queue.Queue[tuple[str, Any]] = queue.Queue()
     threading.Thread(target=_read_call, args=(url, payload, speed, inbox), name=f"demo-{name}", daemon=True).start()
-    screen = _Screen(out, rate * speed, 0.8 / speed)
+    # The text is typed at ``rate`` (times ``speed``) however far the display
+    # falls behind the network: the lag bound is only a backstop.
+    screen = _Screen(out, rate * speed, _MAX_LAG)
     acc = Accumulator()
     heartbeats = 0
     ended: tuple[str, Any] | None = None
@@ -240,13 +247,14 @@ def run(args: argparse.Namespace, out: Out) -> int:
         return EXIT_OUTCOME
     with server:
         out.line(
-            p("ssestate demo", "bold") + f": a loopback server at {server.url} streams {len(names)} scenarios; "
+            p("ssestate demo", "bold")
+            + f": a loopback server at {server.url} streams {count_of(len(names), 'scenario')}; "
             "each is read with ssestate.adapters.sync and typed out at a steady pace"
         )
         ok = [_demo_one(out, server.url, name, seed=args.seed, speed=args.speed, rate=args.rate) for name in names]
     out.line()
     out.line(
-        f"{len(names)} scenarios in {time.monotonic() - start:.1f} s.  "
+        f"{count_of(len(names), 'scenario')} in {time.monotonic() - start:.1f} s.  "
         "Try them with any client: ssestate serve --scenario random"
     )
     return EXIT_OK if all(ok) else EXIT_OUTCOME

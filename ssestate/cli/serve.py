@@ -14,6 +14,7 @@ user watching the log sees when a client hung up.
 from __future__ import annotations
 
 import argparse
+import ipaddress
 import signal
 import threading
 
@@ -21,6 +22,14 @@ from ..testing import DESCRIPTIONS, SCENARIOS, ScenarioHandler, ScriptServer
 from ._common import EXIT_OK, Formatter, Out, SubParsers, UsageError, port, positive_float
 
 __all__ = ["add_parser", "run", "scenario_list", "scenario_name"]
+
+
+def _loopback(host: str) -> bool:
+    """Whether ``host`` is reachable from this machine only."""
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return host.lower() == "localhost"
 
 
 def scenario_name(text: str) -> str:
@@ -71,6 +80,11 @@ def run(args: argparse.Namespace, out: Out) -> int:
     p = out.paint
     log = None if args.quiet else (lambda text: out.line(p(text, "dim")))
     handler = ScenarioHandler(args.scenario, args.seed, args.speed, log)
+    if not _loopback(args.host):
+        out.err(
+            f"ssestate serve: warning: --host {args.host} is not a loopback address: anyone who can reach this "
+            "machine can use the test server"
+        )
     try:
         server = ScriptServer(handler, host=args.host, port=args.port)
     except OSError as exc:
