@@ -6,11 +6,13 @@ from __future__ import annotations
 import _thread
 import http.client
 import json
+import signal
 import threading
+import time
 from collections.abc import Iterator
 
 import pytest
-from cli_helpers import Served, accumulate, call, run, serving
+from cli_helpers import TIMEOUT, Served, accumulate, call, run, serving
 
 from ssestate import Accumulator
 from ssestate.testing import SCENARIOS, expected_outcome, random_choice, scenario
@@ -163,14 +165,45 @@ def test_serve_warns_when_it_listens_beyond_loopback(monkeypatch: pytest.MonkeyP
 
 
 def test_serve_in_process_until_interrupted(monkeypatch: pytest.MonkeyPatch) -> None:
-    # Ctrl-C while serving: the main thread is interrupted as by SIGINT.
-    timer = threading.Timer(1.0, _thread.interrupt_main)
-    timer.start()
-    try:
-        result = call(monkeypatch, "serve", "--seed", "3", "--scenario", "cjk")
-    finally:
-        timer.cancel()
+    from ssestate.cli import serve
+    from ssestate.testing import ScriptServer
+
+    started: list[ScriptServer] = []
+
+    class Recorded(ScriptServer):
+        def serve_forever(self) -> None:
+            started.append(self)
+            super().serve_forever()
+
+    def client() -> None:
+        # One request once the server runs, then Ctrl-C as SIGINT would.
+        try:
+            for _ in range(200):
+                if started:
+                    conn = http.client.HTTPConnection(started[0].host, started[0].port, timeout=30)
+                    conn.request("POST", "/v1/chat/completions", body=b'{"model": "no-done", "stream": true}')
+                    conn.getresponse().read()
+                    conn.close()
+                    started[0].wait_for(1)
+                    time.sleep(0.5)  # for the log line that says how it ended
+                    break
+                time.sleep(0.05)
+        finally:
+            _thread.interrupt_main()
+
+    monkeypatch.setattr(serve, "ScriptServer", Recorded)
+    threading.Thread(target=client, daemon=True).start()
+    result = call(monkeypatch, "serve", "--seed", "3", "--scenario", "cjk", "--speed", "100")
     assert result.returncode == 0
     assert "ssestate serve: listening on http://127.0.0.1:" in result.stdout
-    assert "(scenario cjk, seed 3, speed 1)" in result.stdout
+    assert "(scenario cjk, seed 3, speed 100)" in result.stdout
+    assert "#0 POST /v1/chat/completions -> no-done seed 3\n" in result.stdout
+    assert "#0 no-done seed 3 ended complete at step " in result.stdout
     assert result.stdout.endswith("ssestate serve: stopped\n")
+
+
+def test_serve_stops_on_sigterm() -> None:
+    server = Served("--quiet")
+    server.proc.send_signal(signal.SIGTERM)
+    assert server.proc.wait(TIMEOUT) == 0
+    assert server.next_line() == "ssestate serve: stopped"

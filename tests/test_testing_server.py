@@ -25,6 +25,7 @@ from ssestate.testing import (
     OUTCOMES,
     SCENARIOS,
     ScenarioServer,
+    ScriptServer,
     expected_outcome,
     prompt_tokens,
     random_choice,
@@ -45,7 +46,7 @@ def server() -> Iterator[ScenarioServer]:
 
 
 def post(
-    server: ScenarioServer, body: object, path: str = "/v1/chat/completions", **headers: str
+    server: ScriptServer, body: object, path: str = "/v1/chat/completions", **headers: str
 ) -> tuple[int, str, bytes]:
     """(status, content type, body) of one request."""
     conn = http.client.HTTPConnection(server.host, server.port, timeout=30)
@@ -58,7 +59,7 @@ def post(
         conn.close()
 
 
-def get(server: ScenarioServer, path: str) -> tuple[int, Any]:
+def get(server: ScriptServer, path: str) -> tuple[int, Any]:
     conn = http.client.HTTPConnection(server.host, server.port, timeout=30)
     try:
         conn.request("GET", path)
@@ -387,3 +388,41 @@ def test_the_server_can_log_each_request() -> None:
         "#4 GET /v1/models/n2 -> model n2",
         "#5 POST /v2/chat/completions -> 404",
     ]
+
+
+# -- the script player, for hand-written scripts --------------------------------------------------
+
+
+def test_a_handler_that_fails_gets_a_500_and_a_record() -> None:
+    from ssestate.testing import ScriptRequest
+
+    def broken(request: ScriptRequest) -> Any:
+        raise RuntimeError("no script for you")
+
+    with ScriptServer(broken) as running:
+        status, ctype, body = post(running, {})
+        assert (status, ctype) == (500, "text/plain; charset=utf-8")
+        assert body == b"script handler failed: RuntimeError('no script for you')"
+        (record,) = running.wait_for(1)
+    assert (record.outcome, record.step) == ("handler-error", 0)
+
+
+def test_hold_until_the_cap_and_stop_while_pausing() -> None:
+    from ssestate.testing import Script
+
+    scripts = iter([Script(steps=[b"data: x\n\n", "hold"]), Script(steps=[b": hi\n\n", 30.0, b"late"])])
+    with ScriptServer(lambda request: next(scripts), hold_cap=0.2, verbose=True) as running:
+        held = http.client.HTTPConnection(running.host, running.port, timeout=30)
+        held.request("GET", "/")
+        response = held.getresponse()
+        assert response.read1(100) == b"data: x\n\n"
+        record = running.record_for(0)
+        assert record is not None and record.outcome == "hold-expired"
+        paused = http.client.HTTPConnection(running.host, running.port, timeout=30)
+        paused.request("GET", "/")
+        paused.getresponse()
+    # Leaving the block stops the server in the middle of the 30 s pause.
+    record = running.record_for(1, timeout=5)
+    assert record is not None and (record.outcome, record.step) == ("stopped", 1)
+    held.close()
+    paused.close()

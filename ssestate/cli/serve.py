@@ -89,17 +89,6 @@ def run(args: argparse.Namespace, out: Out) -> int:
         server = ScriptServer(handler, host=args.host, port=args.port)
     except OSError as exc:
         raise UsageError(f"cannot listen on {args.host}:{args.port}: {exc.strerror or exc}") from None
-    url = server.url
-    out.line(
-        f"{p('ssestate serve', 'bold')}: listening on {p(url, 'cyan')}  "
-        f"(scenario {args.scenario}, seed {args.seed}, speed {args.speed:g})"
-    )
-    out.line(
-        f"  try: curl -N {url}/chat/completions -H 'Content-Type: application/json' "
-        f'-d \'{{"model":"{args.scenario}","messages":[{{"role":"user","content":"hi"}}],"stream":true}}\''
-    )
-    out.line('  a request picks its scenario with "model": "<name>" (ssestate serve --help lists them); Ctrl-C stops')
-
     stop = threading.Event()
 
     def report() -> None:
@@ -115,10 +104,24 @@ def run(args: argparse.Namespace, out: Out) -> int:
     def terminate(signum: int, frame: object) -> None:
         raise KeyboardInterrupt
 
-    if not args.quiet:
-        threading.Thread(target=report, name="serve-log", daemon=True).start()
+    # SIGTERM is Ctrl-C from now on, before the banner tells anyone the server
+    # is there, so that a stop never kills it without closing its sockets.
     previous = signal.signal(signal.SIGTERM, terminate)
     try:
+        url = server.url
+        out.line(
+            f"{p('ssestate serve', 'bold')}: listening on {p(url, 'cyan')}  "
+            f"(scenario {args.scenario}, seed {args.seed}, speed {args.speed:g})"
+        )
+        out.line(
+            f"  try: curl -N {url}/chat/completions -H 'Content-Type: application/json' "
+            f'-d \'{{"model":"{args.scenario}","messages":[{{"role":"user","content":"hi"}}],"stream":true}}\''
+        )
+        out.line(
+            '  a request picks its scenario with "model": "<name>" (ssestate serve --help lists them); Ctrl-C stops'
+        )
+        if not args.quiet:
+            threading.Thread(target=report, name="serve-log", daemon=True).start()
         server.serve_forever()
     except KeyboardInterrupt:
         pass

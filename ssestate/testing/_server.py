@@ -233,10 +233,17 @@ class _Handler(BaseHTTPRequestHandler):
                 continue
             try:
                 readable, _, _ = select.select([sock], [], [], tick)
-                if readable and not _peek(sock, tick):
-                    raise _ClientGone("the client closed the connection")
+                gone = readable and not _peek(sock, tick)
             except (OSError, ValueError) as exc:
-                raise _ClientGone(f"the connection failed: {exc!r}") from exc
+                gone, why = True, f"the connection failed: {exc!r}"
+            else:
+                why = "the client closed the connection"
+            if gone:
+                # At shutdown the server closes the sockets itself: that is
+                # not the client going away.
+                if stopping.is_set():
+                    return "stopped"
+                raise _ClientGone(why)
             if readable:
                 peeking = False  # the client sent more (a pipelined request): just sleep
 
