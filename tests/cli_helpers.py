@@ -15,6 +15,7 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Protocol
 
 import pytest
 
@@ -48,7 +49,15 @@ def run(*args: str, stdin: bytes | None = None, **env: str) -> subprocess.Comple
     )
 
 
-def no_traceback(proc: subprocess.CompletedProcess[str]) -> None:
+class Output(Protocol):
+    """What a command printed: a subprocess's or an in-process run's."""
+
+    returncode: int
+    stdout: str
+    stderr: str
+
+
+def no_traceback(proc: Output) -> None:
     assert "Traceback" not in proc.stderr, proc.stderr
     assert "Traceback" not in proc.stdout, proc.stdout
 
@@ -62,14 +71,35 @@ class Captured:
         self.stderr = stderr
 
 
-def call(monkeypatch: pytest.MonkeyPatch, *args: str, stdin: bytes | None = None, **env: str) -> Captured:
+class _Terminal(io.TextIOWrapper):
+    """A text stream like sys.stdout (it can be reconfigured), kept in memory;
+    ``tty`` makes it claim to be a terminal."""
+
+    def __init__(self, tty: bool = False) -> None:
+        super().__init__(io.BytesIO(), encoding="utf-8")
+        self.tty = tty
+
+    def isatty(self) -> bool:
+        return self.tty
+
+    def text(self) -> str:
+        self.flush()
+        buffer = self.buffer
+        assert isinstance(buffer, io.BytesIO)
+        return buffer.getvalue().decode("utf-8")
+
+
+def call(
+    monkeypatch: pytest.MonkeyPatch, *args: str, stdin: bytes | None = None, tty: bool = False, **env: str
+) -> Captured:
     """Run ``main(args)`` in this process (so that coverage sees it), with
-    stdout and stderr captured and, when given, ``stdin``."""
+    stdout and stderr captured (on a pretend terminal with ``tty``) and,
+    when given, ``stdin``."""
     monkeypatch.delenv("NO_COLOR", raising=False)
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     for name, value in env.items():
         monkeypatch.setenv(name, value)
-    out, err = io.StringIO(), io.StringIO()
+    out, err = _Terminal(tty), _Terminal(tty)
     monkeypatch.setattr(sys, "stdout", out)
     monkeypatch.setattr(sys, "stderr", err)
     if stdin is not None:
@@ -78,7 +108,7 @@ def call(monkeypatch: pytest.MonkeyPatch, *args: str, stdin: bytes | None = None
         code = main(list(args))
     except SystemExit as exc:  # argparse: --help, --version, bad usage
         code = int(exc.code or 0)
-    return Captured(code, out.getvalue(), err.getvalue())
+    return Captured(code, out.text(), err.text())
 
 
 def run_on_tty(*args: str, **env: str) -> str:

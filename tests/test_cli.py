@@ -6,6 +6,7 @@ status, never a traceback.  Each command has its own file beside this one."""
 
 from __future__ import annotations
 
+import io
 import re
 import subprocess
 import sys
@@ -14,7 +15,7 @@ from pathlib import Path
 import pytest
 from cli_helpers import ANSI, TIMEOUT, call, env_for, no_traceback, run, run_on_tty
 
-from ssestate.testing import scenario
+from ssestate.testing import scenario, serve
 
 pytestmark = pytest.mark.network
 
@@ -144,3 +145,35 @@ def test_ctrl_c_anywhere_is_one_line(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(inspect, "analyse", interrupted)
     result = call(monkeypatch, "inspect", "-", stdin=b"data: x\n\n")
     assert (result.returncode, result.stderr) == (130, "ssestate inspect: interrupted\n")
+
+
+def test_colour_in_process_on_a_pretend_terminal(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    path, head = _capture(tmp_path, "length")
+    coloured = call(monkeypatch, "inspect", str(path), *head, tty=True)
+    assert "\x1b[1mtests" not in coloured.stdout  # the label is the path
+    assert "\x1b[1m\x1b[0m" not in coloured.stdout  # empty text is never painted
+    assert re.search(r"\x1b\[1moutcome: \x1b\[0m\x1b\[31;1mlength\x1b\[0m", coloured.stdout)
+    plain = call(monkeypatch, "inspect", str(path), *head, tty=True, NO_COLOR="1")
+    assert not ANSI.search(plain.stdout)
+    with serve(speed=float("inf")) as server:
+        tools = call(monkeypatch, "chat", "--base-url", server.base_url, "--model", "tools", "w?", tty=True)
+        demo = call(monkeypatch, "demo", "--scenario", "reasoning", "--speed", "50", "--rate", "5000", tty=True)
+    assert tools.stderr.startswith("\x1b[36m⚙ get_weather(\x1b[0m")
+    assert "\x1b[2m" in demo.stdout  # the reasoning, dim
+    assert demo.stdout.count("\x1b[0m") >= demo.stdout.count("\x1b[2m")
+
+
+def test_a_closed_pipe_in_process(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    from ssestate.cli import main
+
+    with open(tmp_path / "sink", "w") as sink:
+
+        class Closed(io.StringIO):
+            def write(self, text: str) -> int:
+                raise BrokenPipeError
+
+            def fileno(self) -> int:
+                return sink.fileno()
+
+        monkeypatch.setattr(sys, "stdout", Closed())
+        assert main(["inspect", str(_capture(tmp_path, "text")[0])]) == 1

@@ -227,3 +227,32 @@ def test_other_choices_show_reasoning_refusals_and_tool_calls(monkeypatch: pytes
     assert result.returncode == 0
     assert result.stdout == "zero\n── choice 1 ──\n"
     assert result.stderr == "live refusal\nthink\nno\n⚙ f({})\n"
+
+
+@pytest.mark.parametrize(
+    ("finish", "message"),
+    [
+        ("content_filter", "ssestate chat: filtered (finish_reason content_filter)\n"),
+        ("insufficient_system_resource",
+         "ssestate chat: error: a choice finished with insufficient_system_resource\n"),
+        (None, "ssestate chat: truncated: the stream ended before every choice finished\n"),
+    ],
+)  # fmt: skip
+def test_each_outcome_in_one_line(monkeypatch: pytest.MonkeyPatch, finish: str | None, message: str) -> None:
+    from ssestate.testing import Script, ScriptServer
+
+    chunk = {"choices": [{"index": 0, "delta": {"content": "hi"}, "finish_reason": finish}]}
+    body = b"data: " + json.dumps(chunk).encode() + b"\n\n"
+    with ScriptServer(lambda request: Script(steps=[body])) as server:
+        result = call(monkeypatch, "chat", "--base-url", server.url, "--model", "m", "hi")
+    assert (result.returncode, result.stdout, result.stderr) == (1, "hi\n", message)
+
+
+def test_bad_urls_and_empty_stdin_in_process(monkeypatch: pytest.MonkeyPatch) -> None:
+    bad = call(monkeypatch, "chat", "--base-url", "ftp://x", "--model", "m", "hi")
+    assert bad.returncode == 2
+    assert bad.stderr.startswith("ssestate chat: error: base_url must be an http:// or https:// URL")
+    monkeypatch.setattr(sys, "stdin", None)
+    assert call(monkeypatch, "chat", "--base-url", "http://x", "--model", "m", "-").stderr == (
+        "ssestate chat: error: the prompt is empty\n"
+    )

@@ -50,16 +50,16 @@ def test_demo_picks_scenarios() -> None:
 def test_demo_types_at_the_rate_asked(monkeypatch: pytest.MonkeyPatch) -> None:
     def took(rate: str) -> float:
         start = time.monotonic()
-        result = call(monkeypatch, "demo", "--scenario", "cjk", "--speed", "4", "--rate", rate)
+        result = call(monkeypatch, "demo", "--scenario", "cjk", "--speed", "8", "--rate", rate)
         assert result.returncode == 0
         assert result.stdout.rstrip().endswith("Try them with any client: ssestate serve --scenario random")
         assert "streams 1 scenario;" in result.stdout
         assert "\n1 scenario in " in result.stdout
         return time.monotonic() - start
 
-    # About 110 characters: at 5 x 4 a second that takes 5 s, at 60 x 4 well under 1 s.
+    # About 110 characters: at 5 x 8 a second that takes 2.7 s, at 60 x 8 a quarter of a second.
     slow, fast = took("5"), took("60")
-    assert slow > 4.0
+    assert slow > 2.2
     assert fast < slow / 3
 
 
@@ -92,3 +92,25 @@ def test_demo_reports_a_failed_call(monkeypatch: pytest.MonkeyPatch) -> None:
     result = call(monkeypatch, "demo", "--speed", "50", "--scenario", "text")
     assert result.returncode == 1
     assert "  ✗ ConnectionRefusedError: [Errno 111] Connection refused" in result.stdout
+
+
+def test_demo_shows_tool_calls_and_other_choices(monkeypatch: pytest.MonkeyPatch) -> None:
+    result = call(monkeypatch, "demo", "--speed", "50", "--rate", "5000", "--scenario=parallel-tools", "--scenario=n2")
+    assert result.returncode == 0
+    assert '⚙ get_weather({"city":"東京","days":3})\n⚙ get_time({"timezone":"Asia/Tokyo"})\n' in result.stdout
+    assert '  parsed get_time: {"timezone": "Asia/Tokyo"}' in result.stdout
+    assert "  choice 1 (not typed out above): Hello! How can I help you today?" in result.stdout
+
+
+def test_demo_without_a_loopback_server(monkeypatch: pytest.MonkeyPatch) -> None:
+    from ssestate.cli import demo
+
+    def no_server(*args: object, **kwargs: object) -> object:
+        raise OSError(99, "Cannot assign requested address")
+
+    monkeypatch.setattr(demo, "ScriptServer", no_server)
+    result = call(monkeypatch, "demo")
+    assert (result.returncode, result.stderr) == (
+        1,
+        "ssestate demo: cannot start the loopback server: Cannot assign requested address\n",
+    )

@@ -27,9 +27,9 @@ def _capture(tmp_path: Path, name: str, seed: int = 0) -> tuple[Path, list[str]]
 
 
 @pytest.mark.parametrize("name", SCENARIOS)
-def test_inspect_every_scenario_capture(tmp_path: Path, name: str) -> None:
+def test_inspect_every_scenario_capture(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, name: str) -> None:
     path, head = _capture(tmp_path, name)
-    proc = run("inspect", str(path), *head, "--chunk", "1", "--random-chunks", "7")
+    proc = call(monkeypatch, "inspect", str(path), *head, "--chunk", "1", "--random-chunks", "7")
     no_traceback(proc)
     outcome = expected_outcome(name)
     assert proc.returncode == (0 if outcome == "complete" else 1), proc.stdout
@@ -62,9 +62,9 @@ def test_inspect_every_scenario_capture(tmp_path: Path, name: str) -> None:
         assert proc.stdout.splitlines()[-1].startswith(reason)
 
 
-def test_inspect_shows_timeline_and_final_message(tmp_path: Path) -> None:
+def test_inspect_shows_timeline_and_final_message(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     path, head = _capture(tmp_path, "parallel-tools")
-    proc = run("inspect", str(path), *head)
+    proc = call(monkeypatch, "inspect", str(path), *head)
     assert proc.returncode == 0
     lines = proc.stdout.splitlines()
     assert lines[0] == f"{path}: {path.stat().st_size} bytes · status 200 · text/event-stream"
@@ -89,8 +89,8 @@ BAD = (
 )
 
 
-def test_inspect_flags_every_problem() -> None:
-    proc = run("inspect", "-", "--chunk", "1", stdin=BAD)
+def test_inspect_flags_every_problem(monkeypatch: pytest.MonkeyPatch) -> None:
+    proc = call(monkeypatch, "inspect", "-", "--chunk", "1", stdin=BAD)
     assert proc.returncode == 1  # complete, but a payload had to be skipped
     assert proc.stdout.splitlines()[0] == f"stdin: {len(BAD)} bytes · status 200 · text/event-stream"
     problems = proc.stdout.partition("\nproblems (7)\n")[2].splitlines()[:7]
@@ -116,8 +116,8 @@ def test_inspect_flags_every_problem() -> None:
     assert chat.returncode == 0
 
 
-def test_inspect_json_one_object_per_event() -> None:
-    proc = run("inspect", "-", "--json", "--chunk", "3", stdin=BAD)
+def test_inspect_json_one_object_per_event(monkeypatch: pytest.MonkeyPatch) -> None:
+    proc = call(monkeypatch, "inspect", "-", "--json", "--chunk", "3", stdin=BAD)
     assert proc.returncode == 1
     lines = [json.loads(line) for line in proc.stdout.splitlines()]
     assert lines[:4] == [
@@ -136,9 +136,9 @@ def test_inspect_json_one_object_per_event() -> None:
     assert lines[-1]["choices"]["0"]["content"] == "hi\ufffd"
 
 
-def test_inspect_json_rebuilds_the_message(tmp_path: Path) -> None:
+def test_inspect_json_rebuilds_the_message(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     path, head = _capture(tmp_path, "reasoning", seed=3)
-    proc = run("inspect", str(path), *head, "--json")
+    proc = call(monkeypatch, "inspect", str(path), *head, "--json")
     lines = [json.loads(line) for line in proc.stdout.splitlines()]
     deltas = [line for line in lines if line["kind"] == "Delta"]
     assert "".join(d["content"] for d in deltas) == 'There are three r\'s in "strawberry".'
@@ -148,14 +148,14 @@ def test_inspect_json_rebuilds_the_message(tmp_path: Path) -> None:
     assert lines[-1]["usage"]["completion_tokens"] > 0
 
 
-def test_inspect_guesses_json_and_html_bodies(tmp_path: Path) -> None:
+def test_inspect_guesses_json_and_html_bodies(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     path, _ = _capture(tmp_path, "error-401")
-    proc = run("inspect", str(path), "--status", "401")
+    proc = call(monkeypatch, "inspect", str(path), "--status", "401")
     assert proc.returncode == 1
     assert "note: the body is not an event stream (looks like JSON); read as application/json" in proc.stdout
     assert "error HTTP 401 [invalid_api_key]" in proc.stdout
     downgrade, _ = _capture(tmp_path, "downgrade")
-    proc = run("inspect", str(downgrade))
+    proc = call(monkeypatch, "inspect", str(downgrade))
     assert proc.returncode == 0
     assert '    There are three r\'s in "strawberry".' in proc.stdout
 
