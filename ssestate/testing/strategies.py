@@ -164,19 +164,25 @@ def _replace(value: Any, path: tuple[Any, ...], new: Any) -> Any:
 @st.composite
 def _damage(draw: st.DrawFn, case: ChatCase) -> bytes:
     blocks = [block.raw for block in case.blocks]
+    chunks = [k for k, block in enumerate(case.blocks) if block.payload is not None]
     for _ in range(draw(st.integers(1, 3))):
-        kind = draw(
-            st.sampled_from(["drop", "duplicate", "swap", "flip", "truncate", "garbage", "retype", "retype", "retype"])
+        # Only the kinds of damage that can be done to what is left.
+        kinds = (
+            ["duplicate", "truncate", "garbage"]
+            + (["drop", "swap"] if len(blocks) > 1 else [])
+            + (["flip"] if any(blocks) else [])
+            + (["retype"] * 3 if chunks else [])
         )
-        if kind == "drop" and len(blocks) > 1:
+        kind = draw(st.sampled_from(kinds))
+        if kind == "drop":
             del blocks[draw(st.integers(0, len(blocks) - 1))]
         elif kind == "duplicate":
             k = draw(st.integers(0, len(blocks) - 1))
             blocks.insert(k, blocks[k])
-        elif kind == "swap" and len(blocks) > 1:
+        elif kind == "swap":
             a, b = draw(st.integers(0, len(blocks) - 1)), draw(st.integers(0, len(blocks) - 1))
             blocks[a], blocks[b] = blocks[b], blocks[a]
-        elif kind == "flip" and any(blocks):
+        elif kind == "flip":
             body = bytearray(b"".join(blocks))
             k = draw(st.integers(0, len(body) - 1))
             body[k] ^= draw(st.integers(1, 255))
@@ -192,18 +198,14 @@ def _damage(draw: st.DrawFn, case: ChatCase) -> bytes:
                 )
             )
             blocks.insert(draw(st.integers(0, len(blocks))), line + case.newline.encode() * draw(st.integers(1, 2)))
-        elif kind == "retype":
-            chunks = [k for k, block in enumerate(case.blocks) if block.payload is not None]
-            if chunks:
-                k = draw(st.sampled_from(chunks))
-                payload = case.blocks[k].payload
-                path = draw(st.sampled_from(_paths(payload)))
-                new = draw(_ODD_VALUES | json_values)
-                raw = case.encode_payload(_replace(payload, path, new))
-                if k < len(blocks) and blocks[k] == case.blocks[k].raw:
-                    blocks[k] = raw
-                else:
-                    blocks.append(raw)
+        else:  # retype: one JSON value of a chunk, anywhere in it, becomes a value of another type
+            k = draw(st.sampled_from(chunks))
+            payload = case.blocks[k].payload
+            path = draw(st.sampled_from(_paths(payload)))
+            raw = case.encode_payload(_replace(payload, path, draw(_ODD_VALUES | json_values)))
+            # In place while the block is still where it was, else appended.
+            in_place = k < len(blocks) and blocks[k] == case.blocks[k].raw
+            blocks = [*blocks[:k], raw, *blocks[k + 1 :]] if in_place else [*blocks, raw]
     return b"".join(blocks)
 
 
