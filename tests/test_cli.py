@@ -84,10 +84,18 @@ def test_unreadable_input_is_exit_2(tmp_path: Path) -> None:
 
 def test_help_and_usage_in_process(monkeypatch: pytest.MonkeyPatch) -> None:
     assert call(monkeypatch, "--version").returncode == 0
+    helped = call(monkeypatch, "serve", "--help")
+    assert helped.returncode == 0
+    assert re.search(r"^  text +plain answer in bursts", helped.stdout, re.M)  # the scenario list, as written
     usage = call(monkeypatch, "inspect", "x", "--chunk", "0")
     assert usage.returncode == 2
     assert "--chunk: must be at least 1, got '0'" in usage.stderr
     for args, message in [
+        (["serve", "--speed", "fast"], "--speed: not a number: 'fast'"),
+        (["serve", "--speed", "-2"], "--speed: must be a positive number, got '-2'"),
+        (["serve", "--port", "70000"], "--port: a port is 0-65535, got '70000'"),
+        (["inspect", "x", "--status", "42"], "--status: an HTTP status is 100-599, got '42'"),
+        (["chat", "p", "--base-url", "u", "--model", "m", "--retries", "-1"], "--retries: must be 0 or more, got '-1'"),
         (["serve", "--port", "x"], "--port: not a port number: 'x'"),
         (["inspect", "x", "--status", "x"], "--status: not an HTTP status: 'x'"),
         (["inspect", "x", "--chunk", "x"], "--chunk: not an integer: 'x'"),
@@ -177,3 +185,15 @@ def test_a_closed_pipe_in_process(monkeypatch: pytest.MonkeyPatch, tmp_path: Pat
 
         monkeypatch.setattr(sys, "stdout", Closed())
         assert main(["inspect", str(_capture(tmp_path, "text")[0])]) == 1
+
+
+def test_python_dash_m_ssestate_in_process(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    # What ``python -m ssestate`` runs, in this process: the module as __main__.
+    import ssestate.__main__ as entry
+
+    path = Path(entry.__file__)
+    monkeypatch.setattr(sys, "argv", ["ssestate", "--version"])
+    with pytest.raises(SystemExit) as exited:
+        exec(compile(path.read_text(), str(path), "exec"), {"__name__": "__main__", "__package__": "ssestate"})
+    assert exited.value.code == 0
+    assert capsys.readouterr().out.startswith("ssestate ")
