@@ -486,8 +486,10 @@ def chat_case(draw: st.DrawFn, openai_shape: bool, max_choices: int, faults: boo
         annotation: dict[str, Any] = {"index": index, "finish_reason": None}
         annotation.update(content_filter_results={}, content_filter_offsets={})
         payloads.append({"choices": [annotation], **empty})
-    if style.usage != "absent":
-        _place_usage(style.usage, draw(_usage()), payloads, meta)
+    # LiteLLM's synthetic chunk names choice 0, which its streams always have.
+    usage_mode = "final-chunk" if style.usage == "litellm" and 0 not in labels else style.usage
+    if usage_mode != "absent":
+        _place_usage(usage_mode, draw(_usage()), payloads, meta)
 
     def ordered(chunk: dict[str, Any]) -> dict[str, Any]:
         if style.key_order == "sorted":
