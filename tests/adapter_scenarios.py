@@ -50,8 +50,7 @@ from ssestate import (
     Usage,
     encode_chunk,
 )
-from ssestate._script import Script, Step
-from ssestate._server import ScriptRequest, ScriptServer
+from ssestate.testing import Script, ScriptRequest, ScriptServer, Step
 
 __all__ = [
     "ADAPTERS",

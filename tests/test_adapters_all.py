@@ -1,7 +1,7 @@
 """Every adapter makes the same thing of the same server stream.
 
 One parametrised test: for each scenario (the realistic ones of
-``ssestate._scenarios``, played at 40x speed, and the shared
+``ssestate.testing``, played at 40x speed, and the shared
 ``adapter_scenarios.CASES`` that end without an exception and without
 a long wait), every adapter
 (stdlib, httpx sync, httpx async under asyncio and under trio, trio + h11)
@@ -31,7 +31,7 @@ from adapter_scenarios import (
     summary,
 )
 
-from ssestate._scenarios import SCENARIOS, expected_outcome, scenario
+from ssestate.testing import SCENARIOS, expected_outcome, scenario
 
 pytestmark = pytest.mark.network
 

@@ -45,9 +45,8 @@ from hypercorn.asyncio import serve
 from hypercorn.config import Config
 
 from ssestate import ChatEvent, Delta, StreamTimeout, Truncated
-from ssestate._scenarios import scenario
-from ssestate._script import Script
 from ssestate.adapters import httpx as sse_httpx
+from ssestate.testing import Script, scenario
 
 pytestmark = pytest.mark.network
 

@@ -49,9 +49,8 @@ from ssestate import (
     StreamTimeout,
     Truncated,
 )
-from ssestate._script import Script
-from ssestate._server import ScriptServer
 from ssestate.adapters import httpx as sse_httpx
+from ssestate.testing import Script, ScriptServer
 
 pytestmark = pytest.mark.network
 

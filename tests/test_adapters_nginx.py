@@ -47,9 +47,8 @@ from adapter_scenarios import (
 )
 
 from ssestate import DONE_BYTES, Delta, StreamStats, StreamTimeout
-from ssestate._scenarios import scenario
-from ssestate._script import Script, Step
 from ssestate.adapters import sync
+from ssestate.testing import Script, Step, scenario
 
 pytestmark = [pytest.mark.network, pytest.mark.nginx]
 

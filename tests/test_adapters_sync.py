@@ -37,9 +37,8 @@ from ssestate import (
     Usage,
     encode_chunk,
 )
-from ssestate._script import Script, Step
-from ssestate._server import ScriptRequest, ScriptServer
 from ssestate.adapters import sync
+from ssestate.testing import Script, ScriptRequest, ScriptServer, Step
 
 pytestmark = pytest.mark.network
 

@@ -39,10 +39,10 @@ from adapter_scenarios import (
 )
 
 from ssestate import ChatEvent, Heartbeat, RemoteProtocolError, StreamTimeout
-from ssestate._script import Script
 from ssestate.adapters import httpx as sse_httpx
 from ssestate.adapters import sync
 from ssestate.adapters import trio as sse_trio
+from ssestate.testing import Script
 
 pytestmark = pytest.mark.network
 

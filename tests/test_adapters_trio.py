@@ -32,9 +32,8 @@ from adapter_scenarios import (  # noqa: E402
 )
 
 from ssestate import ChatEvent, Delta, StreamTimeout  # noqa: E402
-from ssestate._script import Script  # noqa: E402
-from ssestate._server import ScriptServer  # noqa: E402
 from ssestate.adapters import trio as sse_trio  # noqa: E402
+from ssestate.testing import Script, ScriptServer  # noqa: E402
 
 pytestmark = pytest.mark.network
 

@@ -16,12 +16,12 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from chatgen import _paths, json_values
 from helpers import feed_all
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from ssestate import ChatStream, Delta, Finish, ToolCallFragment
+from ssestate.testing.strategies import json_values
 
 START = b'data: {"choices":[{"index":0,"delta":{"role":"assistant","content":""},"finish_reason":null}]}\n\n'
 STOP = b'data: {"choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}\n\n'
@@ -51,6 +51,18 @@ _NEW_KEYS = st.sampled_from(
 )
 # Any JSON value, often one that is close to a usual one but of another type.
 _VALUES = st.one_of(st.sampled_from([None, False, True, 0, 1, 0.0, "", "0", "stop", [], {}, ["x"]]), json_values)
+
+
+def _paths(value: Any, prefix: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+    """Every position inside a JSON value, the value itself included."""
+    out = [prefix]
+    if isinstance(value, dict):
+        for key, item in value.items():
+            out += _paths(item, (*prefix, key))
+    elif isinstance(value, list):
+        for pos, item in enumerate(value):
+            out += _paths(item, (*prefix, pos))
+    return out
 
 
 def _edit(value: Any, path: tuple[Any, ...], how: str, new: Any, key: str) -> Any:

@@ -17,13 +17,13 @@ import unittest.mock
 from typing import Any
 
 import pytest
-from chatgen import chat_streams, mutated_streams, texts
 from helpers import chunkings, until_error
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import ssestate._templates
 from ssestate import ChatStream, Delta, Done, Finish, ToolCallFragment
+from ssestate.testing.strategies import chat_streams, mutated_streams, texts
 
 ENVELOPE: dict[str, Any] = {
     "id": "chatcmpl-C42qMU7",

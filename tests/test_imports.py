@@ -61,6 +61,36 @@ def test_importing_loads_only_the_standard_library() -> None:
     report = probe()
     assert "ssestate._framing" in report["added"]  # the probe really imported it
     assert report["foreign"] == [], f"importing {report['targets']} loaded {report['foreign']}"
+    # The core never imports the command line (it imports the core, not the reverse).
+    assert [m for m in report["added"] if m.startswith("ssestate.cli")] == []
+
+
+def test_importing_loads_no_part_of_the_testing_kit() -> None:
+    added = probe()["added"]
+    assert "ssestate.testing" not in added
+    assert [m for m in added if m.startswith("ssestate.testing.")] == []
+
+
+def test_the_test_server_and_the_command_line_are_stdlib_only() -> None:
+    # ``ssestate serve`` must work without the testing extra: only the
+    # strategies (hypothesis) and the pytest plugin need it.
+    report = probe("ssestate.testing", "ssestate.cli")
+    assert "ssestate.testing._server" in report["added"]
+    assert "ssestate.testing.strategies" not in report["added"]
+    assert report["foreign"] == [], f"importing {report['targets']} loaded {report['foreign']}"
+
+
+def test_the_command_line_uses_public_names_only() -> None:
+    # The CLI and the testing kit import the core through ``ssestate``'s
+    # public names, never a private module of the core.
+    import ast
+
+    core = {"_accumulate", "_chat", "_encode", "_events", "_framing", "_large", "_retry", "_util", "_pacer", "_stats"}
+    for package in ("cli", "testing"):
+        for path in sorted((ROOT / "ssestate" / package).glob("*.py")):
+            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+                if isinstance(node, ast.ImportFrom) and node.level == 2:
+                    assert node.module is None or node.module.split(".")[0] not in core, f"{path.name}: {node.module}"
 
 
 def test_the_probe_notices_a_foreign_module() -> None:

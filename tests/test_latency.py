@@ -15,13 +15,13 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from chatgen import chat_streams, mutated_streams
 from helpers import until_error
 from hypothesis import given
 from hypothesis import strategies as st
 from test_api_readers import odd_streams
 
 from ssestate import CLOSED, NEED_DATA, ChatStream, Done, ProtocolError, Truncated
+from ssestate.testing.strategies import chat_streams, mutated_streams
 
 _BLANK_LINE = re.compile(rb"\r\n\r\n|\n\n|\r\r")
 

@@ -28,7 +28,6 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from chatgen import chat_streams, mutated_streams
 from helpers import chunked, until_error
 from hypothesis import given
 from hypothesis import strategies as st
@@ -51,6 +50,7 @@ from ssestate import (
     ServerSentEvent,
 )
 from ssestate._state import CHAT_TRANSITIONS, PARSER_TRANSITIONS
+from ssestate.testing.strategies import chat_streams, mutated_streams
 
 Make = Callable[[], Any]
 MACHINES: dict[str, Make] = {

@@ -25,15 +25,15 @@ from ssestate import (
     ToolCallFragment,
     Truncated,
 )
-from ssestate._scenarios import (
+from ssestate.testing import (
     DESCRIPTIONS,
     OUTCOMES,
     SCENARIOS,
+    Script,
     expected_outcome,
     random_choice,
     scenario,
 )
-from ssestate._script import Script
 
 FIXED = [name for name in SCENARIOS if name != "random"]
 
@@ -360,3 +360,109 @@ def test_random_plays_every_scenario_over_enough_seeds() -> None:
             assert len(_writes(script)) >= len(_writes(plain)) // 2
         else:
             assert len(_writes(script)) == 1
+
+
+# -- what the request asked for -------------------------------------------------------------
+
+
+@settings(max_examples=max(10, settings().max_examples // 2))
+@given(
+    st.sampled_from(SCENARIOS),
+    st.integers(0, 2**16),
+    st.booleans(),
+    st.booleans(),
+    st.none() | st.integers(1, 60),
+    st.integers(0, 500),
+)
+def test_every_script_knows_its_outcome(
+    name: str, seed: int, stream: bool, include_usage: bool, max_tokens: int | None, prompt: int
+) -> None:
+    script = scenario(
+        name, seed, math.inf, stream=stream, include_usage=include_usage, max_tokens=max_tokens, prompt_tokens=prompt
+    )
+    _, acc = _play(script)
+    assert acc.outcome == script.outcome
+    assert script.outcome == expected_outcome(name, seed, max_tokens=max_tokens, stream=stream)
+    if max_tokens is None and stream:
+        assert script.outcome == expected_outcome(name, seed)
+    if acc.usage is not None:
+        assert acc.usage.prompt_tokens == prompt
+        assert acc.usage.total_tokens == prompt + acc.usage.completion_tokens
+    streamed = script.content_type.startswith("text/event-stream")
+    if streamed:
+        assert stream or random_choice(seed) == "drop-mid-event" or name == "drop-mid-event"
+        assert (acc.usage is not None) == include_usage or acc.outcome == "truncated"
+
+
+@pytest.mark.parametrize("name", [n for n in FIXED if OUTCOMES[n] in ("complete", "length") and n != "downgrade"])
+def test_no_stream_is_one_chat_completion_with_the_same_answer(name: str) -> None:
+    whole = scenario(name, 3, stream=False)
+    assert whole.content_type == "application/json"
+    completion = json.loads(whole.body())
+    assert completion["object"] == "chat.completion"
+    _, streamed = _play(scenario(name, 3))
+    _, read = _play(whole)
+    assert {i: read.message(i, reasoning_key="r") for i in read.choices} == {
+        i: streamed.message(i, reasoning_key="r") for i in streamed.choices
+    }
+    assert read.usage == streamed.usage
+
+
+def test_no_stream_keeps_the_faults() -> None:
+    dropped = scenario("drop-mid-event", 0, stream=False)
+    assert dropped.steps[-1] == "abort"
+    head = dict(dropped.headers)
+    assert int(head["Content-Length"]) > len(dropped.body())
+    silence = scenario("heartbeat-silence", 0, stream=False)
+    assert silence.chunked
+    assert _writes(silence)[:3] == [b"\n", b"\n", b"\n"]
+    assert json.loads(silence.body())["choices"][0]["finish_reason"] == "stop"
+    for name in ("error-503", "error-401", "downgrade"):
+        assert scenario(name, 0, stream=False).body() == scenario(name, 0).body()
+
+
+def test_usage_chunk_only_when_asked() -> None:
+    events, acc = _play(scenario("text", 0, include_usage=False))
+    assert acc.usage is None
+    assert events[-1] == Done(sentinel=True)
+
+
+@pytest.mark.parametrize("limit", [0, -3])
+def test_bad_max_tokens(limit: int) -> None:
+    with pytest.raises(ValueError, match=f"max_tokens must be at least 1, got {limit}"):
+        scenario("text", max_tokens=limit)
+
+
+def test_max_tokens_between_and_inside_tool_calls() -> None:
+    natural = _play(scenario("parallel-tools", 0))[0]
+    first = sum(1 for e in natural if isinstance(e, ToolCallFragment) and e.index == 0)
+    # Exactly the first call: the second is never started.
+    _, acc = _play(scenario("parallel-tools", 0, max_tokens=first))
+    assert [c.name for c in acc.choices[0].tool_calls] == ["get_weather"]
+    assert acc.choices[0].tool_calls[0].parsed_arguments() == {"city": "東京", "days": 3}
+    assert acc.choices[0].finish_reason == "length"
+    # Inside the first call: its arguments stop short.
+    _, acc = _play(scenario("parallel-tools", 0, max_tokens=first - 1))
+    (call,) = acc.choices[0].tool_calls
+    assert acc.choices[0].finish_reason == "length"
+    with pytest.raises(ValueError, match="not JSON"):
+        call.parsed_arguments()
+    # Before the silence of heartbeat-silence: no silence is waited out.
+    short = scenario("heartbeat-silence", 0, max_tokens=1)
+    assert (
+        sum(s for s in short.steps if isinstance(s, float))
+        < sum(s for s in scenario("heartbeat-silence", 0).steps if isinstance(s, float)) - 1.0
+    )
+
+
+@pytest.mark.parametrize("stream", [True, False], ids=["stream", "whole"])
+@pytest.mark.parametrize("name", FIXED)
+def test_two_tokens_at_most(name: str, stream: bool) -> None:
+    script = scenario(name, 1, math.inf, stream=stream, max_tokens=2)
+    _, acc = _play(script)
+    faults = {"error-503": "error", "error-401": "error", "drop-mid-event": "truncated" if stream else "error"}
+    assert acc.outcome == script.outcome == faults.get(name, "length")
+    if acc.usage is not None:
+        assert acc.usage.completion_tokens <= 2 * len(acc.choices)
+    if name == "drop-mid-event" and stream:
+        assert acc.choices[0].content  # what came before the cut is kept

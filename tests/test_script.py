@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ssestate._script import Script
+from ssestate.testing import Script
 
 
 def test_body_joins_the_bytes_steps_only() -> None:

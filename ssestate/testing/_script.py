@@ -1,14 +1,16 @@
 """Scripts: what a scripted loopback server writes, step by step.
 
 Theory of operation: a ``Script`` is plain data, built by scenario code and
-played by ``ssestate._server``.  It is the response head (status, headers)
+played by ``ssestate.testing.ScriptServer``.  It is the response head (status, headers)
 and a list of steps: ``bytes`` are written as one transfer chunk and
 flushed at once, a ``float`` is a pause in seconds, ``"abort"`` closes the
 socket without ending the body (a connection that dies mid-stream), and
 ``"hold"`` keeps the connection open without ending the body until the
 client goes away.  Keeping it data lets tests, ``ssestate serve`` and
 ``ssestate demo`` share every scenario, and lets a capture of a scenario
-(the concatenated bytes) be fed to the parsers without any network.
+(the concatenated bytes) be fed to the parsers without any network.  A
+script may also say what a correct client concludes from it (``outcome``),
+so that a test can check a client against the server's own word.
 """
 
 from __future__ import annotations
@@ -30,8 +32,10 @@ class Script:
         headers: response headers, in order.
         steps: what to write and when.
         chunked: send the body with chunked transfer encoding (one HTTP
-            chunk per ``bytes`` step); False sends ``Content-Length`` and
-            only makes sense for bodies without pauses.
+            chunk per ``bytes`` step); False sends ``Content-Length`` (unless
+            the headers set it) and writes the steps as they are.
+        outcome: the ``Accumulator.outcome`` a correct client reaches on
+            this response, when the script knows it.
     """
 
     status: int = 200
@@ -40,6 +44,7 @@ class Script:
     )
     steps: list[Step] = dataclasses.field(default_factory=list)
     chunked: bool = True
+    outcome: str | None = None
 
     def body(self) -> bytes:
         """The bytes a client receives, pauses and aborts aside."""

@@ -49,11 +49,13 @@ import threading
 import time
 from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 from ._script import Script
 
 __all__ = ["Outcome", "ResponseRecord", "ScriptRequest", "ScriptServer"]
+
+_S = TypeVar("_S", bound="ScriptServer")
 
 Outcome = Literal["complete", "aborted", "disconnected", "hold-expired", "stopped", "handler-error"]
 
@@ -231,10 +233,17 @@ class _Handler(BaseHTTPRequestHandler):
                 continue
             try:
                 readable, _, _ = select.select([sock], [], [], tick)
-                if readable and not _peek(sock, tick):
-                    raise _ClientGone("the client closed the connection")
+                gone = readable and not _peek(sock, tick)
             except (OSError, ValueError) as exc:
-                raise _ClientGone(f"the connection failed: {exc!r}") from exc
+                gone, why = True, f"the connection failed: {exc!r}"
+            else:
+                why = "the client closed the connection"
+            if gone:
+                # At shutdown the server closes the sockets itself: that is
+                # not the client going away.
+                if stopping.is_set():
+                    return "stopped"
+                raise _ClientGone(why)
             if readable:
                 peeking = False  # the client sent more (a pipelined request): just sleep
 
@@ -362,7 +371,7 @@ class ScriptServer:
 
     # -- running ----------------------------------------------------------------
 
-    def start(self) -> ScriptServer:
+    def start(self: _S) -> _S:
         """Serve from a background thread."""
         if self._thread is None:
             self._serving = True
@@ -394,7 +403,7 @@ class ScriptServer:
         self._shutdown_connections()
         self._httpd.server_close()
 
-    def __enter__(self) -> ScriptServer:
+    def __enter__(self: _S) -> _S:
         return self.start()
 
     def __exit__(self, *exc_info: object) -> None:
@@ -448,8 +457,8 @@ class ScriptServer:
             _close(sock)
 
 
-if __name__ == "__main__":  # pragma: no cover - a manual check: python -m ssestate._server
-    from ._encode import DONE_BYTES
+if __name__ == "__main__":  # pragma: no cover - a manual check: python -m ssestate.testing._server
+    from .. import DONE_BYTES
 
     def _demo(request: ScriptRequest) -> Script:
         return Script(steps=[b'data: {"choices":[{"index":0,"delta":{"content":"hi"}}]}\n\n', 0.5, DONE_BYTES])
