@@ -488,9 +488,9 @@ class HttpxCall(_CallBase, BlockingCall):
             if end == "reset" and not reset_h2_stream(response):
                 end = "close"
             if end == "close":
-                network = close_network(response)
-                if network is not None:
-                    network.close()
+                closing = close_network(response)
+                if closing is not None:
+                    closing.close()
         with contextlib.suppress(*_TRANSPORT_ERRORS):
             response.close()
 
@@ -612,8 +612,8 @@ class AsyncHttpxCall(_CallBase, AsyncCall):
             if end == "reset" and not await areset_h2_stream(response):
                 end = "close"
             if end == "close":
-                network = close_network(response)
-                if network is not None:
-                    await network.aclose()
+                closing = close_network(response)
+                if closing is not None:
+                    await closing.aclose()
         with contextlib.suppress(*_TRANSPORT_ERRORS):
             await response.aclose()
