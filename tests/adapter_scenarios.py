@@ -63,6 +63,7 @@ __all__ = [
     "PAYLOAD",
     "PING",
     "Case",
+    "OVERLOADED_EVENT",
     "Result",
     "ServerFactory",
     "check_case",
@@ -132,6 +133,14 @@ def read_as(dialect: str, body: bytes, *, end: bool = True) -> list[ChatEvent]:
     ``body`` (and of its end, with ``end``)."""
     machine = ChatStream(200, "text/event-stream", dialect=dialect)
     return machine.feed(body) + (machine.feed(b"") if end else [])
+
+
+# Anthropic's error event for an overloaded API, inside a 200 stream
+# (OTHER-APIS.md §2.5): the same failure as its HTTP 529.
+OVERLOADED_EVENT = (
+    b'event: error\ndata: {"type": "error", "error": {"details": null, "type": "overloaded_error", '
+    b'"message": "Overloaded"}, "request_id": "req_2"}\n\n'
+)
 
 
 def long_stream(count: int = 100, pause: float = 0.1) -> Script:

@@ -6,8 +6,22 @@ import json
 
 import pytest
 
-from ssestate import Delta, Done, Heartbeat, RetryPolicy, StreamError, StreamTimeout, Truncated
-from ssestate.adapters._common import ARRIVAL, StreamDriver, build_request, header_pairs
+from ssestate import (
+    ChatEvent,
+    Continuation,
+    Delta,
+    Done,
+    Finish,
+    Heartbeat,
+    RetryPolicy,
+    StreamError,
+    StreamTimeout,
+    ToolCallFragment,
+    Truncated,
+    Usage,
+)
+from ssestate.adapters._apis import in_stream_status
+from ssestate.adapters._common import ARRIVAL, StreamDriver, build_request, header_pairs, is_output
 
 NO_WAIT = RetryPolicy(max_retries=2, base_delay=0.0)
 SSE = [("Content-Type", "text/event-stream")]
@@ -279,3 +293,155 @@ def test_the_driver_reads_its_dialect(dialect: str) -> None:
     d.on_response(200, SSE, 0.0)
     assert d.machine is not None
     assert d.machine.dialect == dialect
+
+
+# -- output, and errors inside a stream -----------------------------------------------
+
+FIRST_TRY = RetryPolicy(max_retries=1, base_delay=0.0)
+MESSAGE_START = (
+    b'event: message_start\ndata: {"type":"message_start","message":{"id":"msg_1","type":"message",'
+    b'"role":"assistant","model":"c","content":[],"usage":{"input_tokens":5,"output_tokens":1}}}\n\n'
+)
+TEXT = (
+    b'event: content_block_start\ndata: {"type":"content_block_start","index":0,'
+    b'"content_block":{"type":"text","text":""}}\n\n'
+    b'event: content_block_delta\ndata: {"type":"content_block_delta","index":0,'
+    b'"delta":{"type":"text_delta","text":"Hi"}}\n\n'
+)
+OVERLOADED = (
+    b'event: error\ndata: {"type": "error", "error": {"details": null, "type": "overloaded_error", '
+    b'"message": "Overloaded"}, "request_id": "req_1"}\n\n'
+)
+
+
+def anthropic_driver(retry: RetryPolicy | None = FIRST_TRY) -> StreamDriver:
+    d = StreamDriver(retry=retry, dialect="anthropic")
+    d.begin_attempt(0.0)
+    d.on_response(200, SSE, 0.0)
+    return d
+
+
+@pytest.mark.parametrize(
+    ("event", "status"),
+    [
+        (StreamError(None, None, "Overloaded", "overloaded_error"), 529),
+        (StreamError(None, None, "Internal server error", "api_error"), 500),
+        (StreamError(None, None, "slow down", "rate_limit_error"), 429),
+        (StreamError(None, None, "The server had an error", "server_error"), 500),
+        (StreamError(None, "too_many_requests", "Too Many Requests", "too_many_requests"), 429),
+        (StreamError(None, "503", "The model is overloaded.", "UNAVAILABLE"), 503),
+        (StreamError(None, "429", "Resource exhausted", "RESOURCE_EXHAUSTED"), 429),
+        (StreamError(None, "400", "bad", "INVALID_ARGUMENT"), 400),
+        (StreamError(None, "200", "odd"), None),
+        (StreamError(None, "\uff15\uff10\uff13", "full-width digits"), None),
+        (StreamError(None, "rate_limit_exceeded", "no status in it", "requests"), None),
+        (StreamError(None, None, "no type"), None),
+        (StreamError(529, None, "Overloaded", "overloaded_error"), None),  # an error answer, not in a stream
+    ],
+)
+def test_in_stream_status(event: StreamError, status: int | None) -> None:
+    assert in_stream_status(event) == status
+
+
+def test_an_error_before_any_output_is_retried() -> None:
+    d = anthropic_driver()
+    # message_start names the role and the usage so far: no output yet.
+    assert d.feed(MESSAGE_START, 0.1) == [
+        Delta(0, "", "assistant"),
+        Usage(5, 1, 6, {"input_tokens": 5, "output_tokens": 1}),
+    ]
+    assert (d.emitted, d.stats.ttft, d.reading) == (False, None, True)
+    assert d.feed(OVERLOADED, 0.2) == []
+    assert (d.retry_in, d.reading, d.finished) == (0.0, False, False)
+    assert d.stats.events == 2  # the dropped events were never handed out
+    # The next attempt starts clean.
+    d.begin_attempt(1.0)
+    assert (d.retry_in, d.reading) == (None, True)
+
+
+def test_an_error_as_the_first_event_is_retried() -> None:
+    d = anthropic_driver()
+    assert d.feed(MESSAGE_START + OVERLOADED, 0.1) == []
+    assert d.retry_in == 0.0
+
+
+def test_an_error_after_output_is_handed_out() -> None:
+    d = anthropic_driver()
+    events = d.feed(MESSAGE_START + TEXT + OVERLOADED, 0.5)
+    assert [type(e).__name__ for e in events] == ["Delta", "Usage", "Delta", "StreamError"]
+    assert (d.emitted, d.retry_in, d.reading) == (True, None, True)
+    assert d.stats.ttft == pytest.approx(0.5)
+    assert d.feed(b"", 0.6) == [Truncated("eof-before-done", 0)]
+
+
+def test_an_error_no_retry_covers_is_handed_out_and_ends_retrying() -> None:
+    for d in (anthropic_driver(retry=None), anthropic_driver(retry=RetryPolicy(max_retries=0))):
+        (error,) = d.feed(OVERLOADED, 0.1)
+        assert isinstance(error, StreamError)
+        assert (error.type, d.retry_in) == ("overloaded_error", None)
+    d = anthropic_driver()
+    invalid = OVERLOADED.replace(b"overloaded_error", b"invalid_request_error")
+    assert [type(e) for e in d.feed(invalid, 0.1)] == [StreamError]
+    # The caller was told of a failure: no later error or failure starts
+    # another attempt (its answer would be spliced onto that error).
+    assert d.emitted
+    assert [type(e) for e in d.feed(OVERLOADED, 0.2)] == [StreamError]
+    assert d.on_failure(ConnectionResetError(), 0.3) is None
+    # Output after the error still sets ttft.
+    d.feed(TEXT, 0.4)
+    assert d.stats.ttft == pytest.approx(0.4)
+
+
+def test_role_only_deltas_are_not_output() -> None:
+    # OpenAI's first chunk names the role; the first token comes later.
+    d = StreamDriver(retry=NO_WAIT)
+    d.begin_attempt(0.0)
+    d.on_response(200, SSE, 0.0)
+    role = b'data: {"choices":[{"index":0,"delta":{"role":"assistant","content":""}}]}\n\n'
+    assert d.feed(role, 0.1) == [Delta(0, "", "assistant")]
+    assert (d.emitted, d.stats.ttft) == (False, None)
+    assert d.on_failure(ConnectionResetError(), 0.2) == 0.0  # still retryable
+    d.begin_attempt(1.0)
+    d.on_response(200, SSE, 1.0)
+    d.feed(role, 1.1)
+    reasoning = b'data: {"choices":[{"index":0,"delta":{"reasoning_content":"hm"}}]}\n\n'
+    d.feed(reasoning, 1.5)
+    assert d.emitted
+    assert d.stats.ttft == pytest.approx(0.5)
+
+
+@pytest.mark.parametrize(
+    ("event", "output"),
+    [
+        (Delta(0, "", "assistant"), False),
+        (Delta(0, "Hi"), True),
+        (Delta(0, "", reasoning="hm"), True),
+        (Delta(0, "", refusal="no"), True),
+        (Delta(0, "", logprobs={"content": []}), True),
+        (ToolCallFragment(0, 0, "call_1", "f"), True),
+        (Continuation(0, "redacted_thinking", {"data": "x"}, 0), True),
+        (Usage(1, 0, 1), False),
+        (Heartbeat("ping"), False),
+        (Finish(0, "stop"), False),
+    ],
+)
+def test_what_counts_as_output(event: ChatEvent, output: bool) -> None:
+    assert is_output(event) is output
+
+
+def test_a_continuation_ends_retrying_but_is_not_the_first_token() -> None:
+    # Redacted thinking would be held twice by an Accumulator if another
+    # attempt sent it again; ttft still waits for the first text.
+    d = anthropic_driver()
+    redacted = (
+        b'event: content_block_start\ndata: {"type":"content_block_start","index":0,'
+        b'"content_block":{"type":"redacted_thinking","data":"EmwKAhgB"}}\n\n'
+        b'event: content_block_stop\ndata: {"type":"content_block_stop","index":0}\n\n'
+    )
+    events = d.feed(MESSAGE_START + redacted, 0.1)
+    assert [type(e) for e in events] == [Delta, Usage, Continuation]
+    assert (d.emitted, d.stats.ttft) == (True, None)
+    assert [type(e) for e in d.feed(OVERLOADED, 0.2)] == [StreamError]
+    assert d.retry_in is None
+    d.feed(TEXT.replace(b'"index":0', b'"index":1'), 0.3)
+    assert d.stats.ttft == pytest.approx(0.3)

@@ -32,6 +32,7 @@ import httpx
 from adapter_scenarios import (
     HELLO,
     HELLO_EVENTS,
+    OVERLOADED_EVENT,
     PAYLOAD,
     ServerFactory,
     default_tls,
@@ -46,7 +47,7 @@ from adapter_scenarios import (
 from hypercorn.asyncio import serve
 from hypercorn.config import Config
 
-from ssestate import ChatEvent, Delta, Done, Finish, StreamTimeout, Truncated
+from ssestate import ChatEvent, Delta, Done, Finish, RetryPolicy, StreamTimeout, Truncated
 from ssestate.adapters import httpx as sse_httpx
 from ssestate.testing import Script, scenario
 
@@ -415,3 +416,30 @@ def test_an_end_marker_ends_the_stream_at_the_server(mode: str, dialect: str) ->
     assert result.events[-1] == Done(True)
     assert ended == Ended(0, "disconnected", len(answer))
     assert app.waited[0] < 2.0
+
+
+@pytest.mark.parametrize("close", [True, False])
+@pytest.mark.parametrize("mode", ["httpx", "httpx-asyncio"])
+def test_an_error_before_output_ends_its_stream_and_is_retried(mode: str, close: bool) -> None:
+    # An overloaded_error as the first event of a stream the server then
+    # holds open: the retry does not wait for the server, and the stream is
+    # ended as when a call is left early: with its connection, or alone
+    # (close_http2_connection=False).
+    answer = encoded("anthropic", ANSWER)
+    with hypercorn_server(Script(steps=[OVERLOADED_EVENT, "hold"]), Script(steps=[*answer])) as (url, app):
+        result = run(
+            mode,
+            url,
+            dialect="anthropic",
+            retry=RetryPolicy(max_retries=1, base_delay=0.0),
+            client_kwargs=H2C,
+            close_http2_connection=close,
+        )
+        ended = app.ended_for(0)
+    assert result.error is None, repr(result.error)
+    assert (result.attempts, result.http_version) == (2, "HTTP/2")
+    assert result.events == read_as("anthropic", b"".join(answer))
+    assert ended == Ended(0, "disconnected", 1)
+    assert app.waited[0] < 2.0
+    assert app.versions == ["2", "2"]
+    assert (app.clients[0] == app.clients[1]) is not close

@@ -23,6 +23,11 @@ holds a copy of it:
 answer is read.  An adapter given ``"auto"`` sends the Chat Completions
 request (the shape the OpenAI-compatible servers and gateways share) and
 reads the answer in whatever format it comes.
+
+``in_stream_status`` is the other per-API fact the adapters need: an error
+that a server writes *inside* a 200 stream, before any output, is the same
+failure as the error status it would otherwise have answered with, and a
+retry policy judges it by that status (see ``_common.StreamDriver``).
 """
 
 from __future__ import annotations
@@ -32,7 +37,9 @@ from collections.abc import Mapping
 from typing import Any
 from urllib.parse import quote
 
-__all__ = ["ANTHROPIC_VERSION", "DIALECTS", "REQUESTS", "ApiRequest", "api_request"]
+from .._events import StreamError
+
+__all__ = ["ANTHROPIC_VERSION", "DIALECTS", "REQUESTS", "ApiRequest", "api_request", "in_stream_status"]
 
 # The version of the Messages API whose stream the anthropic reader knows
 # (``event: message_start`` ... ``message_stop``); still the current one.
@@ -118,3 +125,36 @@ def api_request(
     if api_key is not None:
         headers.append((api.key_header, f"Bearer {api_key}" if api.bearer else api_key))
     return path, api.query, body, headers
+
+
+# Error types the APIs write inside a 200 stream, by the status the same
+# failure has when it is answered before the stream.  Only the ones a retry
+# can help are listed (the policy would refuse the others anyway):
+# Anthropic's rate_limit_error, api_error and overloaded_error are its 429,
+# 500 and 529; OpenAI's server_error is its 500, and too_many_requests (the
+# Responses API's error event) its 429.
+_STATUS_OF_TYPE = {
+    "rate_limit_error": 429,
+    "api_error": 500,
+    "overloaded_error": 529,
+    "server_error": 500,
+    "too_many_requests": 429,
+}
+
+
+def in_stream_status(error: StreamError) -> int | None:
+    """The HTTP status an error written inside a stream stands for, or None
+    (not an in-stream error, or one no status is known for).
+
+    Known are the error types of ``_STATUS_OF_TYPE`` (Anthropic's
+    ``overloaded_error`` is 529) and a ``code`` that is an HTTP error
+    status, as Gemini (``{"error": {"code": 503, "status": "UNAVAILABLE"}}``)
+    and gateways such as OpenRouter write it.
+    """
+    if error.status is not None:  # an error answer: judged on its head
+        return None
+    status = _STATUS_OF_TYPE.get(error.type or "")
+    code = error.code
+    if status is None and code is not None and code.isascii() and code.isdigit() and 400 <= int(code) <= 599:
+        status = int(code)
+    return status

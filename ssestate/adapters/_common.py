@@ -19,19 +19,20 @@ async, trio) decide alike:
   the API's header when one is given; caller headers replace defaults of
   the same name.
 * ``StreamDriver`` owns one call: the ``ChatStream`` of the current attempt
-  (reading the request's dialect), the ``StatsRecorder``, the *emitted* flag
-  (a ``Delta`` or ``ToolCallFragment`` was handed out), the idle-timeout
-  clock and the retry decisions.  It never reads a clock: every method that
-  needs the time takes ``now``, a reading of the adapter's monotonic clock.
+  (reading the request's dialect), the ``StatsRecorder``, the *emitted*
+  flag (output, see "Retries" below, or a ``StreamError`` was handed
+  out), the idle-timeout clock and the retry
+  decisions.  It never reads a clock: every method that needs the time
+  takes ``now``, a reading of the adapter's monotonic clock.
 * The driver counts bytes and events itself and tells the recorder only
-  the times it needs: the start, each arrival, the first output (a
-  ``Delta`` or ``ToolCallFragment``: ``ttft``) and the end.  An arrival is
-  what one read of the socket brought: the transports hand a read over one
-  HTTP chunk at a time, so pieces handed over less than ``ARRIVAL`` after
-  the previous one count as part of its arrival.  The gaps then measure the
-  silences of the stream, not the adapter's own work between the pieces of
-  one read; and recording every piece and every event would cost 4-9 % of a
-  stream's CPU (``benchmarks/bench_adapters.py``).
+  the times it needs: the start, each arrival, the first output (``ttft``)
+  and the end.  An arrival is what one read of the socket brought: the
+  transports hand a read over one HTTP chunk at a time, so pieces handed
+  over less than ``ARRIVAL`` after the previous one count as part of its
+  arrival.  The gaps then measure the silences of the stream, not the
+  adapter's own work between the pieces of one read; and recording every
+  piece and every event would cost 4-9 % of a stream's CPU
+  (``benchmarks/bench_adapters.py``).
 
 The call object every adapter returns
 -------------------------------------
@@ -58,33 +59,35 @@ The loop, with the driver
 
     driver = StreamDriver(first_byte_timeout=..., idle_timeout=..., retry=..., dialect=...)
     request = build_request(base_url, payload, api_key, headers, dialect)
-    while True:                                   # one pass per attempt
-        driver.begin_attempt(clock())
-        try:
-            open connection, send request.body, read the head, all bounded
-            by driver.deadline  (on expiry: raise driver.timeout_error(clock()))
-        except <transport error or StreamTimeout> as exc:
-            close the connection
-            sleep(driver.retry_open(failure, exc, clock()))   # raises when no retry is left
-            continue
-        delay = driver.on_response(status, header_pairs, clock())
-        if delay is not None:                     # e.g. 429, 503: try again
-            close the connection; sleep(delay); continue
-        try:
-            for data in <the body, as it arrives, each read bounded by driver.deadline>:
-                events = driver.feed(data, clock())
+    try:
+        while True:                               # one pass per attempt
+            driver.begin_attempt(clock())
+            try:
+                open connection, send request.body, read the head, all bounded
+                by driver.deadline  (on expiry: raise driver.timeout_error(clock()))
+            except <transport error or StreamTimeout> as exc:
+                close the connection
+                sleep(driver.retry_open(failure, exc, clock()))   # raises when no retry is left
+                continue
+            delay = driver.on_response(status, header_pairs, clock())
+            if delay is not None:                 # e.g. 429, 503, 529: try again
+                close the connection; sleep(delay); continue
+            while driver.reading:                 # until Done, the end of the body, or a retry
+                try:
+                    data = <the next piece of the body (b"" at its end),
+                            the read bounded by driver.deadline>
+                except <transport error or timeout> as exc:  (failure: a library
+                                  timeout becomes driver.timeout_error(clock()))
+                    if driver.retry_read(failure, exc, clock()) is not None:
+                        break                     # (an unretried timeout is raised)
+                    data = b""                    # the body ended early: Truncated
+                events = driver.feed(data, clock())  # [] when an error before output is retried
                 if events:
                     yield events                  # one list per read, never one step per event
                     driver.check()                # a fault behind those events is raised now
-                if driver.finished: break         # Done: do not wait for the server to close
-            else:
-                yield driver.feed(b"", clock())   # the end of the body (if not empty)
-        except <transport error or timeout> as exc:  (failure: a library
-                              timeout becomes driver.timeout_error(clock()))
-            delay = driver.retry_read(failure, exc, clock())  # raises an unretried timeout
-            if delay is not None: close; sleep(delay); continue
-            yield driver.feed(b"", clock())       # the body ended early: Truncated
-        return
+            if driver.retry_in is None:
+                return                            # Done: do not wait for the server to close
+            close the connection; sleep(driver.retry_in)
     finally: close the connection; driver.close(clock())
 
 The call objects hand the lists out one event at a time (``BlockingCall``,
@@ -93,11 +96,22 @@ generator step per read.  How each adapter bounds a read by the deadline
 without paying for a timer per read is told in its module.
 
 Retries happen only while nothing was emitted (``RetryPolicy`` rule 1), so
-a caller never sees two completions spliced together; events that are not
-output (a ``Heartbeat`` read before a failure) may repeat across attempts.
+a caller never sees two completions spliced together.  Output is what an
+``Accumulator`` would hold twice if it came again: a ``Delta`` that carries
+text (content, reasoning or refusal) or logprobs, a ``ToolCallFragment``, a
+``Continuation``; a ``Delta`` that only names the role (OpenAI's first
+chunk, Anthropic's ``message_start``, the Responses API's
+``response.created``, Gemini's first sight of a candidate) is not, so an
+error right after it can still be retried.  Events that are not output
+(that role, a ``Heartbeat``, a first ``Usage``) may repeat across attempts.
 Statuses are judged on the response head, before the body is read: a
 retried 503's body is discarded unread, the last attempt's body is fed to
-the machine and comes out as a ``StreamError``.
+the machine and comes out as a ``StreamError``.  An error written inside a
+2xx stream before any output is judged as the status the same failure has
+outside a stream (``_apis.in_stream_status``: Anthropic's
+``overloaded_error`` is its 529): when the policy retries it, the events of
+that read are dropped with the connection and the next attempt starts;
+otherwise the ``StreamError`` is handed out like any event.
 """
 
 from __future__ import annotations
@@ -110,12 +124,12 @@ from typing import Any, NoReturn, TypeVar, Union
 from urllib.parse import urlsplit
 
 from .._chat import ChatStream
-from .._events import ChatEvent, Delta, Done, ToolCallFragment
+from .._events import ChatEvent, Continuation, Delta, Done, StreamError, ToolCallFragment
 from .._framing import EventStreamParser
 from .._retry import Phase, RetryPolicy, StreamTimeout
 from .._state import ChatState
 from .._stats import StatsRecorder, StreamStats
-from ._apis import DIALECTS, api_request
+from ._apis import DIALECTS, api_request, in_stream_status
 
 __all__ = [
     "ARRIVAL",
@@ -237,6 +251,18 @@ def build_request(
     return ChatRequest("POST", url, scheme, parts.hostname, port, target, tuple(pairs), data)
 
 
+def is_output(event: ChatEvent) -> bool:
+    """Whether ``event`` is output: part of the answer that an ``Accumulator``
+    would hold twice if another attempt sent it again.  That is a ``Delta``
+    that carries text (content, reasoning or refusal) or logprobs, a
+    ``ToolCallFragment``, or a ``Continuation`` (appended to the choice's
+    list).  A ``Delta`` that only names the role is not: the role is
+    assigned, never appended (see "Retries" above)."""
+    if isinstance(event, Delta):
+        return bool(event.content or event.reasoning or event.refusal) or event.logprobs is not None
+    return isinstance(event, (ToolCallFragment, Continuation))
+
+
 class StreamDriver:
     """The decisions of one streamed call, across its attempts (sans-IO).
 
@@ -258,8 +284,12 @@ class StreamDriver:
         content_type: its ``Content-Type`` ("" when absent).
         machine: the current attempt's ``ChatStream`` (None until
             ``on_response`` accepted the head).
-        emitted: a ``Delta`` or ``ToolCallFragment`` was handed out.
+        emitted: output (``is_output``) or a ``StreamError`` was handed out:
+            no later attempt may follow.
         finished: ``Done`` was handed out or the machine reached ``CLOSED``.
+        retry_in: seconds to wait before the next attempt, once this one
+            is to be retried after its body began (it failed, or it holds
+            an error before any output); else None.
         deadline: clock reading by which the next body byte must arrive
             (the first-byte limit from the start of the attempt, then the
             idle limit from the latest body byte), or None.
@@ -286,6 +316,7 @@ class StreamDriver:
         self.dialect = dialect
         self.attempt = -1
         self.emitted = False
+        self._ttft_known = False  # the first text or tool call was handed out
         self._reset()
 
     def _reset(self) -> None:
@@ -294,6 +325,7 @@ class StreamDriver:
         self.content_type = ""
         self.machine: ChatStream | None = None
         self.finished = False
+        self.retry_in: float | None = None
         self._recorder = StatsRecorder()
         self._bytes = 0
         self._events = 0
@@ -377,12 +409,19 @@ class StreamDriver:
 
     def retry_read(self, failure: BaseException, cause: BaseException, now: float) -> float | None:
         """Reading the body failed: the seconds to wait before the next
-        attempt; None when the body just ended early (feed ``b""``, so that
-        ``Truncated`` follows); a ``StreamTimeout`` no retry covers is raised."""
-        delay = self.on_failure(failure, now)
+        attempt (also kept in ``retry_in``); None when the body just ended
+        early (feed ``b""``, so that ``Truncated`` follows); a
+        ``StreamTimeout`` no retry covers is raised."""
+        delay = self.retry_in = self.on_failure(failure, now)
         if delay is None and isinstance(failure, StreamTimeout):
             _reraise(failure, cause)
         return delay
+
+    @property
+    def reading(self) -> bool:
+        """The body of this attempt is still to be read: not finished, and
+        not given up for a retry (``retry_in``)."""
+        return not self.finished and self.retry_in is None
 
     # -- timeouts -------------------------------------------------------------
 
@@ -414,6 +453,9 @@ class StreamDriver:
 
         After ``Done`` (always the last event of its list) or the end of the
         body, ``finished`` is True and later bytes are only counted.  When
+        the bytes hold an error before any output that the retry policy
+        retries (see "Retries" above), nothing is returned and ``retry_in``
+        says when to try again.  When
         the bytes hold a fault, the events before it are returned and
         ``check()`` raises it; with no event before it, it is raised here.
 
@@ -436,13 +478,9 @@ class StreamDriver:
             return []
         events = machine.feed(data)
         if events:
+            if not self._ttft_known and self._retry_before_output(events, now):
+                return []
             self._events += len(events)
-            if not self.emitted:
-                for event in events:
-                    if type(event) is Delta or type(event) is ToolCallFragment:
-                        self.emitted = True
-                        self._recorder.on_event(now, event)  # ttft
-                        break
             if type(events[-1]) is Done:
                 self.finished = True
         if not data:
@@ -450,6 +488,33 @@ class StreamDriver:
         if self.finished:
             self.close(now)
         return events
+
+    def _retry_before_output(self, events: list[ChatEvent], now: float) -> bool:
+        """Look at events about to be handed out before the first text or
+        tool call: note output (``emitted``) and that first one (``ttft``),
+        and whether an error comes before any output that the policy
+        retries (then ``retry_in`` is set and True is returned).
+
+        A ``StreamError`` handed out counts as emitted too: once the
+        caller was told of a failure, an answer from another attempt would
+        be spliced onto it (the ``Accumulator``'s outcome stays "error")."""
+        for event in events:
+            if is_output(event):
+                self.emitted = True
+                if type(event) is not Continuation:  # ttft is the first text or tool call
+                    self._ttft_known = True
+                    self._recorder.on_event(now, event)
+                    return False
+                continue
+            if type(event) is StreamError and not self.emitted:
+                status = in_stream_status(event)
+                delay = None if status is None else self.should_retry(self.attempt, status, None, None)
+                if delay is not None:
+                    self.retry_in = delay
+                    self.close(now)
+                    return True
+                self.emitted = True  # handed out: the output that may follow is still looked for
+        return False
 
     def check(self) -> None:
         """Raise the fault that waited behind the events ``feed`` returned

@@ -450,12 +450,11 @@ class HttpxCall(_CallBase, BlockingCall):
                     time.sleep(delay)
                     continue
                 chunks = self._chunks = _body(response)
-                while not driver.finished:  # until Done, or the body ended (b"")
+                while driver.reading:  # until Done, the end of the body (b""), or a retry
                     try:
                         data = next(chunks, b"")  # the body iterators never yield b""
                     except (StreamTimeout, *_TRANSPORT_ERRORS) as exc:
-                        delay = driver.retry_read(self._failure(exc), exc, clock())
-                        if delay is not None:
+                        if driver.retry_read(self._failure(exc), exc, clock()) is not None:
                             break
                         data = b""  # the body was cut short: Truncated follows
                     else:
@@ -464,11 +463,11 @@ class HttpxCall(_CallBase, BlockingCall):
                     if events:
                         yield events
                         driver.check()
-                if delay is None:
+                if driver.retry_in is None:
                     self._finish_body()
                     return
-                self._disconnect()  # the body failed before any output: try again
-                time.sleep(delay)
+                self._disconnect()  # the body failed, or an error came, before any output
+                time.sleep(driver.retry_in)
         finally:
             self._disconnect()
             driver.close(clock())
@@ -562,12 +561,11 @@ class AsyncHttpxCall(_CallBase, AsyncCall):
                     await anyio.sleep(delay)
                     continue
                 chunks = self._chunks = _abody(response)
-                while not driver.finished:  # until Done, or the body ended (b"")
+                while driver.reading:  # until Done, the end of the body (b""), or a retry
                     try:
                         data = await anext(chunks, b"")  # the body iterators never yield b""
                     except (StreamTimeout, *_TRANSPORT_ERRORS) as exc:
-                        delay = driver.retry_read(self._failure(exc), exc, clock())
-                        if delay is not None:
+                        if driver.retry_read(self._failure(exc), exc, clock()) is not None:
                             break
                         data = b""  # the body was cut short: Truncated follows
                     else:
@@ -576,11 +574,11 @@ class AsyncHttpxCall(_CallBase, AsyncCall):
                     if events:
                         yield events
                         driver.check()
-                if delay is None:
+                if driver.retry_in is None:
                     await self._finish_body()
                     return
-                await self._shielded_disconnect()  # the body failed before any output
-                await anyio.sleep(delay)
+                await self._shielded_disconnect()  # the body failed, or an error came, before any output
+                await anyio.sleep(driver.retry_in)
         finally:
             driver.close(clock())
             await self._shielded_disconnect()

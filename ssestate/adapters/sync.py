@@ -215,23 +215,22 @@ class SyncCall(BlockingCall):
                     time.sleep(delay)
                     continue
                 read, size = response.read1, self._chunk_size
-                while not driver.finished:  # until Done, or the body ended (b"")
+                while driver.reading:  # until Done, the end of the body (b""), or a retry
                     try:
                         self._arm()
                         data = read(size)
                     except (StreamTimeout, *_TRANSPORT_ERRORS) as exc:
-                        delay = driver.retry_read(self._failure(exc), exc, clock())
-                        if delay is not None:
+                        if driver.retry_read(self._failure(exc), exc, clock()) is not None:
                             break
                         data = b""  # the body was cut short: Truncated follows
                     events = driver.feed(data, clock())
                     if events:
                         yield events
                         driver.check()
-                if delay is None:
+                if driver.retry_in is None:
                     return
-                self._disconnect()  # the body failed before any output: try again
-                time.sleep(delay)
+                self._disconnect()  # the body failed, or an error came, before any output
+                time.sleep(driver.retry_in)
         finally:
             self._disconnect()
             driver.close(clock())

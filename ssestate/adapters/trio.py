@@ -190,23 +190,21 @@ class TrioCall(AsyncCall):
                 assert self._stream is not None
                 self._watchdog = _Watchdog(driver, self._stream)
                 trio.lowlevel.spawn_system_task(self._watchdog.run, name="ssestate idle watchdog")
-                while not driver.finished:  # until Done, or the body ended (b"")
+                while driver.reading:  # until Done, the end of the body (b""), or a retry
                     try:
                         data = await self._receive()
                     except (StreamTimeout, trio.ClosedResourceError, *_TRANSPORT_ERRORS) as exc:
-                        failure = self._failure(exc)
-                        delay = driver.retry_read(failure, exc, clock())
-                        if delay is not None:
+                        if driver.retry_read(self._failure(exc), exc, clock()) is not None:
                             break
                         data = b""  # the body was cut short: Truncated follows
                     events = driver.feed(data, clock())
                     if events:
                         yield events
                         driver.check()
-                if delay is None:
+                if driver.retry_in is None:
                     return
-                await self._disconnect()  # the body failed before any output: try again
-                await trio.sleep(delay)
+                await self._disconnect()  # the body failed, or an error came, before any output
+                await trio.sleep(driver.retry_in)
         finally:
             driver.close(clock())
             await self._disconnect()
