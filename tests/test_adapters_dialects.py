@@ -6,13 +6,16 @@ records the request (method, path and query, headers, JSON body) and
 answers with a stream of that API, written by ``ssestate.Encoder``.  The tests check the request byte for byte where the
 API cares, the events and the ``Accumulator``'s result, the stats, the
 timeouts, where iteration ends, that the server sees the connection go,
-and the retries of HTTP 529, and of 429/503 with ``Retry-After``.
+the retries of HTTP 529, and of 429/503 with ``Retry-After``, and those
+of Anthropic's ``overloaded_error`` written inside a 200 stream: retried
+before any output, handed out as a ``StreamError`` after it.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -27,6 +30,7 @@ import httpx
 import trio  # type: ignore[import-untyped, unused-ignore]
 from adapter_scenarios import (
     ADAPTERS,
+    OVERLOADED_EVENT,
     ServerFactory,
     default_tls,
     encoded,
@@ -390,3 +394,85 @@ def test_gemini_retry_after_is_honoured(adapter: str, status: int, server_factor
     assert second.time - first.time >= 0.45
     for request in server.requests:
         check_request(request, "gemini")
+
+
+@pytest.mark.parametrize("adapter", ADAPTERS)
+def test_http_529_waits_as_retry_after_asks(adapter: str, server_factory: ServerFactory) -> None:
+    head = [*JSON_HEAD, ("Retry-After", "0.5")]
+    overloaded = Script(529, head, [json.dumps(OVERLOADED).encode()], chunked=False)
+    answer = steps("anthropic")
+    server = server_factory(overloaded, Script(steps=[*answer]))
+    result = call(adapter, server.url, "anthropic", retry=RetryPolicy(max_retries=1, base_delay=0.0))
+    assert result.events == read_as("anthropic", b"".join(answer))
+    assert (result.attempts, len(server.requests)) == (2, 2)
+    first, second = server.record_for(0), server.record_for(1)
+    assert first is not None
+    assert second is not None
+    assert second.time - first.time >= 0.45
+
+
+# An overloaded Anthropic API may answer 200 and write the error inside the
+# stream (OTHER-APIS.md §2.5): the same failure as its 529.
+
+
+@pytest.mark.parametrize("adapter", ADAPTERS)
+def test_an_overloaded_error_as_the_first_event_is_retried(adapter: str, server_factory: ServerFactory) -> None:
+    # The server holds the first stream open after the error: the retry
+    # does not wait for it (nor for the idle limit).
+    answer = steps("anthropic")
+    server = server_factory(Script(steps=[OVERLOADED_EVENT, "hold"]), Script(steps=[*answer]))
+    started = time.monotonic()
+    result = call(adapter, server.url, "anthropic", retry=NO_WAIT, idle_timeout=3.0)
+    assert time.monotonic() - started < 2.0
+    assert result.error is None, repr(result.error)
+    body = b"".join(answer)
+    assert result.events == read_as("anthropic", body)  # one clean stream, no error in it
+    assert outcome(result.events)[:3] == ("complete", "Hello", "stop")
+    assert (result.attempts, len(server.requests)) == (2, 2)
+    for request in server.requests:
+        check_request(request, "anthropic")
+    assert ended(server, 0) == ("disconnected", 1)
+    # The stats are the second attempt's.
+    assert (result.stats.bytes, result.stats.events) == (len(body), len(result.events))
+
+
+@pytest.mark.parametrize("adapter", ADAPTERS)
+def test_an_overloaded_error_after_message_start_is_retried(adapter: str, server_factory: ServerFactory) -> None:
+    # message_start only names the role: no output yet.  Its events were
+    # handed out, and come again with the next attempt; the Accumulator
+    # assigns the role, so the message is whole.
+    answer = steps("anthropic")
+    first = Script(steps=[answer[0], 0.05, OVERLOADED_EVENT])
+    server = server_factory(first, Script(steps=[*answer]))
+    result = call(adapter, server.url, "anthropic", retry=NO_WAIT)
+    assert result.error is None, repr(result.error)
+    start = read_as("anthropic", answer[0], end=False)
+    assert result.events == start + read_as("anthropic", b"".join(answer))
+    assert outcome(result.events)[:3] == ("complete", "Hello", "stop")
+    assert result.attempts == 2
+
+
+@pytest.mark.parametrize("adapter", ADAPTERS)
+def test_an_overloaded_error_after_output_is_handed_out(adapter: str, server_factory: ServerFactory) -> None:
+    # "Hel" reached the caller: another attempt would splice a second
+    # answer onto it.  The error comes out as a StreamError after it.
+    answer = steps("anthropic")
+    server = server_factory(Script(steps=[answer[0], answer[1], 0.05, OVERLOADED_EVENT]), Script(steps=[*answer]))
+    result = call(adapter, server.url, "anthropic", retry=NO_WAIT)
+    assert result.error is None, repr(result.error)
+    assert result.events == read_as("anthropic", answer[0] + answer[1] + OVERLOADED_EVENT)
+    *_, hel, error, _truncated = result.events
+    assert hel == Delta(0, "Hel")
+    assert isinstance(error, StreamError)
+    assert (error.status, error.type, error.message) == (None, "overloaded_error", "Overloaded")
+    assert outcome(result.events)[:2] == ("error", "Hel")
+    assert (result.attempts, len(server.requests)) == (1, 1)
+
+
+@pytest.mark.parametrize("adapter", ADAPTERS)
+def test_an_overloaded_error_on_every_attempt_is_handed_out_once(adapter: str, server_factory: ServerFactory) -> None:
+    server = server_factory(Script(steps=[OVERLOADED_EVENT]))
+    result = call(adapter, server.url, "anthropic", retry=NO_WAIT)
+    assert result.events == read_as("anthropic", OVERLOADED_EVENT)
+    assert [type(e) for e in result.events].count(StreamError) == 1
+    assert (result.attempts, len(server.requests)) == (3, 3)
