@@ -21,7 +21,8 @@ from ssestate import (
     Usage,
 )
 from ssestate.adapters._apis import in_stream_status
-from ssestate.adapters._common import ARRIVAL, StreamDriver, build_request, header_pairs, is_output
+from ssestate.adapters._common import ARRIVAL, StreamDriver, is_output
+from ssestate.adapters._request import build_request, header_pairs
 
 NO_WAIT = RetryPolicy(max_retries=2, base_delay=0.0)
 SSE = [("Content-Type", "text/event-stream")]

@@ -1,4 +1,4 @@
-"""What every adapter shares that is not I/O: the request and the driver.
+"""What every adapter shares that is not I/O: the driver and the call objects.
 
 Theory of operation
 -------------------
@@ -6,24 +6,15 @@ An adapter is a loop: open a connection, send the request, read the
 response head, feed body bytes to a machine as they arrive, hand out the
 events, stop at ``Done`` or ``CLOSED``.  Everything in that loop that is a
 decision rather than I/O lives here, so the adapters (stdlib, httpx sync and
-async, trio) decide alike:
+async, trio) decide alike (the request they send is built by
+``_request.build_request``, before the loop):
 
-* ``build_request`` turns ``(base_url, payload, api_key, headers,
-  dialect)`` into a ``ChatRequest``: the API's path under ``base_url`` and
-  what its body and headers need to stream (``_apis.py`` holds that, per
-  API; for ``"openai-chat"``, ``POST {base_url}/chat/completions`` with
-  ``"stream": true`` and ``stream_options.include_usage`` unless the caller
-  set ``stream_options``), ``Content-Type: application/json``,
-  ``Accept: text/event-stream``, ``Accept-Encoding: identity`` (the body must
-  reach the parser as the server wrote it, never compressed) and the key in
-  the API's header when one is given; caller headers replace defaults of
-  the same name.
 * ``StreamDriver`` owns one call: the ``ChatStream`` of the current attempt
   (reading the request's dialect), the ``StatsRecorder``, the *emitted*
-  flag (output, see "Retries" below, or a ``StreamError`` was handed
-  out), the idle-timeout clock and the retry
-  decisions.  It never reads a clock: every method that needs the time
-  takes ``now``, a reading of the adapter's monotonic clock.
+  flag (output, as the retries below define it, or a ``StreamError`` was
+  handed out), the idle-timeout clock and the retry decisions.  It never
+  reads a clock: every method that needs the time takes ``now``, a reading
+  of the adapter's monotonic clock.
 * The driver counts bytes and events itself and tells the recorder only
   the times it needs: the start, each arrival, the first output (``ttft``)
   and the end.  An arrival is what one read of the socket brought: the
@@ -117,11 +108,9 @@ otherwise the ``StreamError`` is handed out like any event.
 from __future__ import annotations
 
 import dataclasses
-import json
-from collections.abc import AsyncGenerator, Awaitable, Callable, Generator, Iterable, Mapping
+from collections.abc import AsyncGenerator, Awaitable, Callable, Generator
 from types import TracebackType
-from typing import Any, NoReturn, TypeVar, Union
-from urllib.parse import urlsplit
+from typing import Any, NoReturn, TypeVar
 
 from .._chat import ChatStream
 from .._events import ChatEvent, Continuation, Delta, Done, StreamError, ToolCallFragment
@@ -129,7 +118,8 @@ from .._framing import EventStreamParser
 from .._retry import Phase, RetryPolicy, StreamTimeout
 from .._state import ChatState
 from .._stats import StatsRecorder, StreamStats
-from ._apis import DIALECTS, api_request, in_stream_status
+from ._apis import DIALECTS, in_stream_status
+from ._request import HeaderInput, header_pairs
 
 __all__ = [
     "ARRIVAL",
@@ -137,15 +127,10 @@ __all__ = [
     "AsyncCall",
     "BlockingCall",
     "CallSurface",
-    "ChatRequest",
-    "HeaderInput",
     "StreamDriver",
-    "build_request",
-    "header_pairs",
+    "is_output",
     "settled",
 ]
-
-HeaderInput = Union[Mapping[str, str], Iterable[tuple[str, str]]]
 
 # How long a read made after the deadline waits.  When the caller kept the
 # events longer than the limit, bytes that arrived meanwhile arrived in
@@ -157,99 +142,6 @@ LATE = 0.001
 # came from the same read of the socket (see "the driver counts" above).
 ARRIVAL = 0.0001
 
-_DEFAULT_PORTS = {"http": 80, "https": 443}
-
-
-@dataclasses.dataclass(frozen=True)
-class ChatRequest:
-    """A streaming request to one of the APIs, ready for any HTTP client.
-
-    Attributes:
-        method: always "POST".
-        url: the full URL (e.g. ``{base_url}/chat/completions``).
-        scheme: "http" or "https".
-        host: host name or address (IPv6 without brackets).
-        port: TCP port (the scheme's default when the URL has none).
-        target: the request target: path plus ``?query`` if any.
-        headers: ``(name, value)`` pairs, ``Host`` and ``Content-Length``
-            excluded (every HTTP client adds those itself; with h11 add
-            ``("Host", request.authority)`` and the length).
-        body: the JSON body.
-    """
-
-    method: str
-    url: str
-    scheme: str
-    host: str
-    port: int
-    target: str
-    headers: tuple[tuple[str, str], ...]
-    body: bytes
-
-    @property
-    def authority(self) -> str:
-        """The ``Host`` header value: host, plus ``:port`` when not default."""
-        host = f"[{self.host}]" if ":" in self.host else self.host
-        return host if _DEFAULT_PORTS[self.scheme] == self.port else f"{host}:{self.port}"
-
-
-def header_pairs(headers: HeaderInput | None) -> list[tuple[str, str]]:
-    """Headers as a list of ``(name, value)`` pairs, in order."""
-    if headers is None:
-        return []
-    items = headers.items() if isinstance(headers, Mapping) else headers
-    return [(str(name), str(value)) for name, value in items]
-
-
-def build_request(
-    base_url: str,
-    payload: Mapping[str, Any],
-    api_key: str | None = None,
-    headers: HeaderInput | None = None,
-    dialect: str = "openai-chat",
-) -> ChatRequest:
-    """Build the streaming request of ``dialect``'s API (SPEC §7).
-
-    Args:
-        base_url: e.g. "https://api.openai.com/v1" (a trailing slash is fine).
-        payload: the request body (model, messages, ...); not modified.
-        api_key: sent in the API's header (``Authorization: Bearer``,
-            ``x-api-key``, ``x-goog-api-key``) when given.
-        headers: extra headers; they replace defaults of the same name.
-        dialect: "openai-chat", "openai-responses", "anthropic", "gemini",
-            or "auto" (the "openai-chat" request); see ``_apis.py``.
-
-    Raises:
-        ValueError: an unknown dialect; the URL is not http(s) with a host;
-            the payload cannot be encoded as JSON, or (Gemini) names no
-            model.
-    """
-    parts = urlsplit(base_url)
-    scheme = parts.scheme.lower()
-    if scheme not in _DEFAULT_PORTS or not parts.hostname:
-        raise ValueError(f"base_url must be an http:// or https:// URL with a host, got {base_url!r}")
-    port = parts.port or _DEFAULT_PORTS[scheme]  # raises ValueError for a bad port
-    suffix, api_query, body, defaults = api_request(dialect, payload, api_key)
-    path = parts.path.rstrip("/") + suffix
-    query = "&".join(q for q in (api_query, parts.query) if q)
-    target = f"{path}?{query}" if query else path
-    url = f"{scheme}://{parts.netloc}{target}"
-    try:
-        data = json.dumps(body, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode()
-    except (TypeError, ValueError, RecursionError) as exc:
-        raise ValueError(f"payload cannot be sent as JSON: {exc}") from exc
-
-    extra = header_pairs(headers)
-    replaced = {name.lower() for name, _ in extra}
-    defaults = [
-        ("Content-Type", "application/json"),
-        ("Accept", "text/event-stream"),
-        ("Accept-Encoding", "identity"),
-        *defaults,
-    ]
-    pairs = [(n, v) for n, v in defaults if n.lower() not in replaced] + extra
-    return ChatRequest("POST", url, scheme, parts.hostname, port, target, tuple(pairs), data)
-
 
 def is_output(event: ChatEvent) -> bool:
     """Whether ``event`` is output: part of the answer that an ``Accumulator``
@@ -257,7 +149,7 @@ def is_output(event: ChatEvent) -> bool:
     that carries text (content, reasoning or refusal) or logprobs, a
     ``ToolCallFragment``, or a ``Continuation`` (appended to the choice's
     list).  A ``Delta`` that only names the role is not: the role is
-    assigned, never appended (see "Retries" above)."""
+    assigned, never appended (see the retries above)."""
     if isinstance(event, Delta):
         return bool(event.content or event.reasoning or event.refusal) or event.logprobs is not None
     return isinstance(event, (ToolCallFragment, Continuation))
@@ -454,7 +346,7 @@ class StreamDriver:
         After ``Done`` (always the last event of its list) or the end of the
         body, ``finished`` is True and later bytes are only counted.  When
         the bytes hold an error before any output that the retry policy
-        retries (see "Retries" above), nothing is returned and ``retry_in``
+        retries (see the retries above), nothing is returned and ``retry_in``
         says when to try again.  When
         the bytes hold a fault, the events before it are returned and
         ``check()`` raises it; with no event before it, it is raised here.

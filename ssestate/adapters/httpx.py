@@ -80,17 +80,9 @@ from .._events import ChatEvent
 from .._framing import EventStreamParser, FramingEvent
 from .._retry import RetryPolicy, StreamTimeout
 from .._state import ChatState
-from ._common import (
-    AsyncCall,
-    BlockingCall,
-    CallSurface,
-    ChatRequest,
-    HeaderInput,
-    StreamDriver,
-    build_request,
-    settled,
-)
+from ._common import AsyncCall, BlockingCall, CallSurface, StreamDriver, settled
 from ._httpcore import Timeouts, areset_h2_stream, bound_reads, close_network, reset_h2_stream
+from ._request import ChatRequest, HeaderInput, build_request
 
 __all__ = [
     "DEFAULT_RETRY",

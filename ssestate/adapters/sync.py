@@ -46,7 +46,8 @@ from .._chat import ChatStream
 from .._events import ChatEvent
 from .._framing import EventStreamParser, FramingEvent
 from .._retry import RetryPolicy, StreamTimeout
-from ._common import LATE, BlockingCall, ChatRequest, HeaderInput, StreamDriver, build_request, settled
+from ._common import LATE, BlockingCall, StreamDriver, settled
+from ._request import ChatRequest, HeaderInput, build_request
 
 __all__ = ["DEFAULT_RETRY", "SyncCall", "iter_events", "stream_chat"]
 

@@ -60,7 +60,8 @@ except ImportError as exc:  # pragma: no cover - depends on the environment
 
 from .._events import ChatEvent
 from .._retry import RetryPolicy, StreamTimeout
-from ._common import LATE, AsyncCall, ChatRequest, HeaderInput, StreamDriver, build_request
+from ._common import LATE, AsyncCall, StreamDriver
+from ._request import ChatRequest, HeaderInput, build_request
 
 __all__ = ["DEFAULT_RETRY", "TrioCall", "stream_chat"]
 
