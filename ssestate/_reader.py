@@ -38,7 +38,7 @@ from ._events import Done, Finish, ServerSentEvent, StreamError, Truncated, _fas
 from ._framing import UnknownLine
 from ._large import read_large
 from ._state import Input
-from ._templates import Templates
+from ._templates import NO_TEMPLATES, Templates
 from ._util import RemoteProtocolError
 
 __all__ = ["Reader", "Stop", "Unreadable", "count", "compact", "scan", "snippet", "stream_error", "text_of"]
@@ -76,6 +76,7 @@ class Reader:
     """
 
     dialect: ClassVar[str] = ""
+    learns: ClassVar[bool] = True  # whether it learns templates (see _templates.py)
 
     __slots__ = (
         "created",
@@ -97,7 +98,7 @@ class Reader:
         self.created: int | None = None
         self.system_fingerprint: str | None = None
         self.finish: dict[int, Finish | None] = {}
-        self.templates = Templates()
+        self.templates = Templates() if self.learns else NO_TEMPLATES
         self.truncated = False
 
     def read(self, items: list[Any], out: list[Any], first: int = 0) -> Input | RemoteProtocolError | None:
