@@ -31,7 +31,7 @@ that is not JSON, and whatever its chunk had appended is taken back.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any, ClassVar
 
 from ._events import Done, Finish, ServerSentEvent, StreamError, Truncated, _fast
@@ -264,6 +264,26 @@ class Reader:
         if self.finish and None not in self.finish.values():
             return Done(False)
         return Truncated("eof-before-done", 0)
+
+
+class TypedReader(Reader):
+    """A reader of an API whose payloads name their kind in a ``type`` member
+    (the Responses API, Anthropic Messages): ``handlers`` maps each kind to
+    the method that reads it; a payload of another kind is read only for an
+    ``error`` member it may carry."""
+
+    __slots__ = ()
+    handlers: ClassVar[Mapping[str, Callable[[Any, str, dict[str, Any], list[Any]], Input | None]]] = {}
+
+    def _chunk(self, data: str, chunk: dict[str, Any], out: list[Any]) -> Input | None:
+        kind = chunk.get("type")
+        handler = self.handlers.get(kind) if type(kind) is str else None
+        if handler is not None:
+            return handler(self, data, chunk, out)
+        error = chunk.get("error")
+        if error:
+            out.append(stream_error(None, error, chunk, text_of(error, data)))
+        return None
 
 
 def count(value: object) -> int:
