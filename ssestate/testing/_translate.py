@@ -17,8 +17,10 @@ does not:
 
 * usage always (these APIs have no ``include_usage``): the final usage is
   handed over before the finish reason, so that Anthropic's one
-  ``message_delta`` carries both, and Anthropic's ``message_start`` carries
-  the prompt's count (with one output token, as Anthropic writes it);
+  ``message_delta`` and the Responses API's terminal event carry both, but
+  after it in Gemini, whose SDK users read the usage of the last chunk;
+  Anthropic's ``message_start`` carries the prompt's count (with one output
+  token, as Anthropic writes it);
 * the Responses API and Anthropic open the response (``response.created``,
   ``message_start``) at once when the answer starts with a wait, and keep
   the stream alive after that (``keepalive``, ``ping``) where Chat
@@ -94,6 +96,8 @@ class _Translator:
             self.held.append(event)
             return b""
         if type(event) is Usage:
+            if not self.one_choice:
+                return self.release() + self.write(event)  # Gemini: the last chunk has the usage
             return self.write(event) + self.release()
         return self.release() + self.write(event)
 
