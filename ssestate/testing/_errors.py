@@ -119,6 +119,8 @@ def error_script(
     body = _dumps(dialect, error_body(dialect, status, message, **fields))
     content_type = "application/json; charset=UTF-8" if _family(dialect) == "gemini" else "application/json"
     head = [("Content-Type", content_type), *(headers or [])]
+    if _family(dialect) == "anthropic" and "request_id" in fields:
+        head.append(("request-id", fields["request_id"]))  # the header repeats the body's id
     return Script(status, head, [*(lead or []), body], chunked=False, outcome="error")
 
 
