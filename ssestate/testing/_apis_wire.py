@@ -379,7 +379,9 @@ def api_case(draw: st.DrawFn, dialect: str, max_choices: int, faults: bool) -> C
     pending = 0
     ending = ""
     if fault == "error":
-        at = draw(st.integers(0, len(out.blocks)))
+        # The error takes the end marker's place: a reader is done after one.
+        last = next((k for k, b in enumerate(out.blocks) if b.kind == "done"), len(out.blocks))
+        at = draw(st.integers(0, last))
         del out.blocks[at:]
         out.usage = {k: u for k, u in out.usage.items() if k < at}
         error = _error(draw, dialect, out, message)
