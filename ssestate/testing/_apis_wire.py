@@ -204,13 +204,16 @@ def _anthropic(draw: st.DrawFn, plan: _Plan, out: _Out, meta: dict[str, Any]) ->
     pad = " " * draw(st.sampled_from([0, 0, 12]))  # Anthropic pads some payloads before the closing brace
     pings = draw(st.lists(st.integers(2, 40), max_size=2))
 
-    def event(payload: dict[str, Any], gives: Gives | None = None) -> None:
+    def event(payload: dict[str, Any], gives: Gives | None = None) -> int:
+        """Write ``payload`` (and maybe a ping after it); its block's position."""
         text = _compact(payload)
         out.add("chunk", _sse(payload["type"], text[:-1] + pad + "}"), payload, [(0, gives)] if gives else None)
+        at = len(out.blocks) - 1
         if (pings and pings[0] <= len(out.blocks)) or len(out.blocks) == 1:
             if pings and pings[0] <= len(out.blocks):
                 pings.pop(0)
             out.add("heartbeat", _sse("ping", '{"type": "ping"}'), {"type": "ping"}).comment = "ping"
+        return at
 
     inp, created, read, first, final = (draw(st.integers(0, 10**5)) for _ in range(5))
     usage = {"input_tokens": inp, "cache_creation_input_tokens": created, "cache_read_input_tokens": read}
@@ -256,8 +259,8 @@ def _anthropic(draw: st.DrawFn, plan: _Plan, out: _Out, meta: dict[str, Any]) ->
     word = "tool_use" if _reason(plan) == "tool_calls" else _NATIVE["anthropic"][plan.finish or ""]
     restated = {"input_tokens": inp} if draw(st.booleans()) else {}  # some deltas restate the input count
     delta = {"type": "message_delta", "delta": {"stop_reason": word, "stop_sequence": None}}
-    event({**delta, "usage": {**restated, "output_tokens": final}}, Gives(finish=_reason(plan)))
-    out.usage[len(out.blocks) - 1] = _counts(inp + created + read, final)
+    at = event({**delta, "usage": {**restated, "output_tokens": final}}, Gives(finish=_reason(plan)))
+    out.usage[at] = _counts(inp + created + read, final)
     if draw(st.integers(0, 4)) > 0:  # else the connection ends before message_stop: still whole
         out.add("done", _sse("message_stop", '{"type":"message_stop"' + pad + "}"), {"type": "message_stop"})
 
