@@ -4,7 +4,7 @@ Theory of operation
 -------------------
 Every payload names itself in its ``type`` member (the SSE ``event:`` line
 says the same, and gateways drop it), and the reader dispatches on it
-(``_HANDLERS``).  The answer is choice 0; a tool call's index is its content
+(``handlers``).  The answer is choice 0; a tool call's index is its content
 block's ``index``.
 
 * ``message_start`` starts the choice (its role) and carries the first
@@ -36,7 +36,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ._events import Continuation, Delta, Heartbeat, StreamError, ToolCallFragment, Usage, _fast
-from ._reader import Reader, compact, count, stream_error, text_of
+from ._reader import TypedReader, compact, count, stream_error, text_of
 from ._state import Input
 from ._templates import Spec, TemplateKind
 
@@ -77,7 +77,7 @@ class _Block:
         self.signature: str | None = None
 
 
-class AnthropicReader(Reader):
+class AnthropicReader(TypedReader):
     """Read an Anthropic Messages stream (see the module docstring)."""
 
     dialect = "anthropic"
@@ -89,16 +89,6 @@ class AnthropicReader(Reader):
         self._blocks: dict[int, _Block] = {}
         self._calls = False  # a tool_use block was seen
         self._usage: dict[str, Any] | None = None  # merged across message_start and message_delta
-
-    def _chunk(self, data: str, chunk: dict[str, Any], out: list[Any]) -> Input | None:
-        kind = chunk.get("type")
-        handler = _HANDLERS.get(kind) if type(kind) is str else None
-        if handler is not None:
-            return handler(self, data, chunk, out)
-        error = chunk.get("error")
-        if error:  # a payload of an unknown type with an error member
-            out.append(stream_error(None, error, chunk, text_of(error, data)))
-        return None
 
     def _message_start(self, data: str, chunk: dict[str, Any], out: list[Any]) -> None:
         message = chunk.get("message")
@@ -243,7 +233,7 @@ class AnthropicReader(Reader):
         return True
 
 
-_HANDLERS: dict[str, Callable[[AnthropicReader, str, dict[str, Any], list[Any]], Input | None]] = {
+AnthropicReader.handlers = {
     "message_start": AnthropicReader._message_start,
     "content_block_start": AnthropicReader._block_start,
     "content_block_delta": AnthropicReader._block_delta,

@@ -33,13 +33,13 @@ alone.
 from __future__ import annotations
 
 import copy
-from collections import deque
 from typing import Any, cast
 
 from ._body import read_body
 from ._dialects import DIALECTS, READERS, AutoReader
 from ._events import ChatEvent
 from ._framing import DEFAULT_MAX_EVENT_SIZE, EventStreamParser
+from ._queue import Queued
 from ._state import CHAT_TRANSITIONS, ChatState, Input, transition
 from ._util import CLOSED, NEED_DATA, LocalProtocolError, RemoteProtocolError, Sentinel, fresh
 
@@ -54,7 +54,7 @@ _STREAMING = ChatState.STREAMING
 _STAGE = 1024
 
 
-class ChatStream:
+class ChatStream(Queued[ChatEvent]):
     """Turn the body of a chat-completion response into chat events.
 
     Args:
@@ -72,12 +72,12 @@ class ChatStream:
         status_code, content_type, strict: as given.
     """
 
+    _ENDED = ChatState.ENDED  # for Queued
     __slots__ = (
         "__weakref__",
         "_body",
         "_fault",
         "_parser",
-        "_queue",
         "_reader",
         "_stage",
         "_stage_room",
@@ -106,11 +106,11 @@ class ChatStream:
         self._reader = reader_class(strict, self._parser.dispatch_offset)
         media = content_type.partition(";")[0].strip().lower()
         streaming = 200 <= status_code < 300 and media == "text/event-stream"
-        self._state = _STREAMING if streaming else ChatState.BUFFERING
+        self._state: ChatState = _STREAMING if streaming else ChatState.BUFFERING
         self._body: bytearray | None = None  # the body, while BUFFERING
         # Events not handed out yet: created when the first ones wait (an
         # empty deque is most of an idle stream's memory).
-        self._queue: deque[ChatEvent] | None = None
+        self._queue = None
         self._fault: RemoteProtocolError | None = None
         # Bytes that end no line cannot complete an event: while streaming,
         # they wait here (up to _stage_room bytes, 0 in every other state)
@@ -240,7 +240,7 @@ class ChatStream:
     def __deepcopy__(self, memo: dict[int, Any]) -> ChatStream:
         twin = ChatStream.__new__(ChatStream)
         memo[id(self)] = twin
-        for name in ChatStream.__slots__:
+        for name in (*Queued.__slots__, *ChatStream.__slots__):
             if name != "__weakref__":
                 setattr(twin, name, copy.deepcopy(getattr(self, name), memo))
         return twin
@@ -349,27 +349,3 @@ class ChatStream:
         if state is ChatState.ENDED:
             return CLOSED
         raise fresh(cast("RemoteProtocolError", self._fault))  # FAILED: entered with the fault set
-
-    def _push(self, events: list[Any]) -> None:
-        """Queue events for ``next_event``."""
-        if events:
-            if self._queue is None:
-                self._queue = deque()
-            self._queue.extend(events)
-
-    def _take(self) -> list[Any]:
-        """Every queued event, the queue let go."""
-        events = list(self._queue or ())
-        self._queue = None
-        return events
-
-    def _drain(self) -> list[Any]:
-        """Everything queued, for ``feed``; with nothing queued, the error
-        that waits behind the events handed out is raised."""
-        events = self._take()
-        if events:
-            if self._state is ChatState.ENDED:
-                self._move(Input.DRAINED)
-            return events
-        self._empty()
-        return events

@@ -79,15 +79,16 @@ class AutoReader(Reader):
     """
 
     dialect = "auto"
+    learns = False  # the reader of the API found learns, once there is one
 
     __slots__ = ("_errors", "_raw", "decided")
 
     def __init__(self, strict: bool, locate: Callable[[int], int]) -> None:
         super().__init__(strict, locate)
         self.decided: Reader | None = None
-        self._errors = ChunkReader(strict, locate)  # reads error payloads before the API is known
-        self._errors.finish = self.finish
-        self._raw = RawJson()
+        # Made when first needed: most streams name their API at once.
+        self._errors: ChunkReader | None = None  # reads error payloads before the API is known
+        self._raw: RawJson | None = None  # reads raw JSON lines before the API is known
 
     def read(self, items: list[Any], out: list[Any], first: int = 0) -> Input | RemoteProtocolError | None:
         for n, item in enumerate(items, first):
@@ -102,6 +103,9 @@ class AutoReader(Reader):
         # Reached only while undecided: read() hands the rest to the reader found.
         dialect = detect(chunk)
         if dialect is None:
+            if self._errors is None:
+                self._errors = ChunkReader(self.strict, self.locate)
+                self._errors.finish = self.finish
             return self._errors._chunk(data, chunk, out)
         self.decided = reader = self._become(dialect)
         return reader._chunk(data, chunk, out)
@@ -111,10 +115,12 @@ class AutoReader(Reader):
         reader.truncated = self.truncated
         reader.finish.update(self.finish)
         for name in ("response_id", "model", "created", "system_fingerprint"):
-            setattr(reader, name, getattr(self, name) or getattr(self._errors, name))
+            setattr(reader, name, getattr(self, name) or getattr(self._errors, name, None))
         return reader
 
     def _line(self, text: str, n: int, out: list[Any]) -> Input | None:
+        if self._raw is None:
+            self._raw = RawJson()
         value = self._raw.line(text)
         if type(value) is list and value:
             value = value[0]

@@ -25,12 +25,12 @@ The layers above (``ChatStream``) read through one batch method,
 from __future__ import annotations
 
 import copy
-from collections import deque
 from typing import Any, Union, cast
 
 from ._blocks import BlockReader, UnknownLine, is_unknown_field, lines_with_offsets
 from ._buffer import ReceiveBuffer
 from ._events import Heartbeat, ServerSentEvent, Truncated
+from ._queue import Queued
 from ._state import PARSER_TRANSITIONS, Input, ParserState, transition
 from ._util import CLOSED, NEED_DATA, LocalProtocolError, RemoteProtocolError, Sentinel, fresh
 
@@ -49,7 +49,7 @@ Item = Union[str, bytearray, ServerSentEvent, Heartbeat, Truncated, RemoteProtoc
 _OPEN = ParserState.OPEN
 
 
-class EventStreamParser:
+class EventStreamParser(Queued[FramingEvent]):
     """Turn the bytes of a ``text/event-stream`` body into events.
 
     Args:
@@ -63,13 +63,13 @@ class EventStreamParser:
         max_event_size: the limit given.
     """
 
+    _ENDED = ParserState.ENDED  # for Queued
     __slots__ = (
         "__weakref__",
         "_block",
         "_buf",
         "_fault",
         "_last",
-        "_queue",
         "_room",
         "_state",
         "max_event_size",
@@ -79,12 +79,12 @@ class EventStreamParser:
         if max_event_size < 1:
             raise LocalProtocolError(f"max_event_size must be positive, got {max_event_size}")
         self.max_event_size = max_event_size
-        self._state = _OPEN
+        self._state: ParserState = _OPEN
         self._buf = ReceiveBuffer()
         self._block = BlockReader(max_event_size, unknown_lines)
         # Events not handed out yet: created when the first ones wait (an
         # empty deque is most of an idle parser's memory).
-        self._queue: deque[FramingEvent] | None = None
+        self._queue = None
         self._fault: RemoteProtocolError | None = None
         # How long the unterminated line may grow before the limit breaks.
         self._room = max_event_size
@@ -232,7 +232,7 @@ class EventStreamParser:
     def __deepcopy__(self, memo: dict[int, Any]) -> EventStreamParser:
         twin = EventStreamParser.__new__(EventStreamParser)
         memo[id(self)] = twin
-        for name in EventStreamParser.__slots__:
+        for name in (*Queued.__slots__, *EventStreamParser.__slots__):
             if name != "__weakref__":
                 setattr(twin, name, copy.deepcopy(getattr(self, name), memo))
         return twin
@@ -257,30 +257,6 @@ class EventStreamParser:
                 self._push(self._read(data_only))
             return
         self._push(self._finish())
-
-    def _push(self, events: list[Any]) -> None:
-        """Queue events for ``next_event``."""
-        if events:
-            if self._queue is None:
-                self._queue = deque()
-            self._queue.extend(events)
-
-    def _take(self) -> list[Any]:
-        """Every queued event, the queue let go."""
-        events = list(self._queue or ())
-        self._queue = None
-        return events
-
-    def _drain(self) -> list[Any]:
-        """Everything queued, for ``feed``; with nothing queued, the error
-        that waits behind the events handed out is raised."""
-        events = self._take()
-        if events:
-            if self._state is ParserState.ENDED:
-                self._move(Input.DRAINED)
-            return events
-        self._empty()
-        return events
 
     def _empty(self) -> Sentinel:
         """``next_event`` with nothing queued: the sentinel of the state, or

@@ -121,6 +121,8 @@ class GeminiReader(Reader):
 
     dialect = "gemini"
 
+    learns = False  # every chunk carries the usage so far: no usual chunk repeats
+
     __slots__ = ("_calls", "_raw")
 
     def __init__(self, strict: bool, locate: Callable[[int], int]) -> None:

@@ -31,14 +31,14 @@ that is not JSON, and whatever its chunk had appended is taken back.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any, ClassVar
 
 from ._events import Done, Finish, ServerSentEvent, StreamError, Truncated, _fast
 from ._framing import UnknownLine
 from ._large import read_large
 from ._state import Input
-from ._templates import Templates
+from ._templates import NO_TEMPLATES, Templates
 from ._util import RemoteProtocolError
 
 __all__ = ["Reader", "Stop", "Unreadable", "count", "compact", "scan", "snippet", "stream_error", "text_of"]
@@ -76,6 +76,7 @@ class Reader:
     """
 
     dialect: ClassVar[str] = ""
+    learns: ClassVar[bool] = True  # whether it learns templates (see _templates.py)
 
     __slots__ = (
         "created",
@@ -97,7 +98,7 @@ class Reader:
         self.created: int | None = None
         self.system_fingerprint: str | None = None
         self.finish: dict[int, Finish | None] = {}
-        self.templates = Templates()
+        self.templates = Templates() if self.learns else NO_TEMPLATES
         self.truncated = False
 
     def read(self, items: list[Any], out: list[Any], first: int = 0) -> Input | RemoteProtocolError | None:
@@ -263,6 +264,26 @@ class Reader:
         if self.finish and None not in self.finish.values():
             return Done(False)
         return Truncated("eof-before-done", 0)
+
+
+class TypedReader(Reader):
+    """A reader of an API whose payloads name their kind in a ``type`` member
+    (the Responses API, Anthropic Messages): ``handlers`` maps each kind to
+    the method that reads it; a payload of another kind is read only for an
+    ``error`` member it may carry."""
+
+    __slots__ = ()
+    handlers: ClassVar[Mapping[str, Callable[[Any, str, dict[str, Any], list[Any]], Input | None]]] = {}
+
+    def _chunk(self, data: str, chunk: dict[str, Any], out: list[Any]) -> Input | None:
+        kind = chunk.get("type")
+        handler = self.handlers.get(kind) if type(kind) is str else None
+        if handler is not None:
+            return handler(self, data, chunk, out)
+        error = chunk.get("error")
+        if error:
+            out.append(stream_error(None, error, chunk, text_of(error, data)))
+        return None
 
 
 def count(value: object) -> int:

@@ -4,7 +4,7 @@ Theory of operation
 -------------------
 Every payload names itself in its ``type`` member (gateways drop the SSE
 ``event:`` lines, so the name on the wire is never read), and the reader
-dispatches on it (``_HANDLERS``).  The answer is choice 0; a tool call's
+dispatches on it (``handlers``).  The answer is choice 0; a tool call's
 index is its ``output_index`` and its id is the ``call_id`` a caller answers
 with (not the item's ``fc_`` id).
 
@@ -35,7 +35,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ._events import Continuation, Delta, Heartbeat, StreamError, ToolCallFragment, Usage, _fast
-from ._reader import Reader, count, stream_error, text_of
+from ._reader import TypedReader, count, stream_error, text_of
 from ._state import Input
 from ._templates import Spec, TemplateKind
 from ._util import RemoteProtocolError
@@ -54,7 +54,7 @@ _REASONING = ("", None, "", None)  # of a reasoning Delta (slot 2)
 _INCOMPLETE = {"max_output_tokens": "length", "content_filter": "content_filter"}
 
 
-class ResponsesReader(Reader):
+class ResponsesReader(TypedReader):
     """Read an OpenAI Responses API stream (see the module docstring)."""
 
     dialect = "openai-responses"
@@ -68,16 +68,6 @@ class ResponsesReader(Reader):
         # (what, output_index, part) -> the pieces of text handed out so far,
         # so that a .done event gives only what its deltas did not.
         self._said: dict[tuple[str, int | None, int | None], list[str]] = {}
-
-    def _chunk(self, data: str, chunk: dict[str, Any], out: list[Any]) -> Input | None:
-        kind = chunk.get("type")
-        handler = _HANDLERS.get(kind) if type(kind) is str else None
-        if handler is not None:
-            return handler(self, data, chunk, out)
-        error = chunk.get("error")
-        if error:  # a payload of an unknown type with an error member
-            out.append(stream_error(None, error, chunk, text_of(error, data)))
-        return None
 
     # -- the answer begins ------------------------------------------------------------
 
@@ -348,7 +338,7 @@ def _message(error: dict[str, Any], whole: dict[str, Any]) -> str:
     return message if type(message) is str else text_of(whole, "")
 
 
-_HANDLERS: dict[str, Callable[[ResponsesReader, str, dict[str, Any], list[Any]], Input | None]] = {
+ResponsesReader.handlers = {
     "response.created": ResponsesReader._created,
     "response.queued": ResponsesReader._created,
     "response.in_progress": ResponsesReader._created,

@@ -47,7 +47,7 @@ from typing import Any, NamedTuple
 
 from ._events import Delta, ToolCallFragment, _fast
 
-__all__ = ["Spec", "Template", "TemplateKind", "Templates", "learn", "text_fields", "text_hole"]
+__all__ = ["NO_TEMPLATES", "Spec", "Template", "TemplateKind", "Templates", "learn", "text_fields", "text_hole"]
 
 # The C scanner's string reader: (text, end) for the literal whose opening
 # quote is just before the index.
@@ -221,6 +221,13 @@ class Templates:
             self.learnt.insert(0, template)
             del self.learnt[LIMIT:]
             self._fresh = True
+
+
+# The templates of a reader that learns none (Gemini's, whose chunks all
+# carry the usage so far; the auto reader's, which hands every chunk on):
+# only ``missed`` adds a template, and such a reader never calls it, so one
+# empty instance serves them all.
+NO_TEMPLATES = Templates()
 
 
 def learn(data: str, chunk: dict[str, Any], spec: Spec, value: str) -> Template | None:

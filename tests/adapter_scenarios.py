@@ -13,7 +13,8 @@ and idle timeouts, and a payload that is not JSON.
 ``run(adapter, url, **kwargs)`` runs one adapter (``ADAPTERS``) to the end
 and returns a ``Result``; the third-party libraries are imported only by
 the runners that need them.  ``running_servers`` is the body of a
-``server_factory`` fixture.  ``tls_contexts`` makes a throwaway certificate
+``server_factory`` fixture.  ``encoded`` writes events as the stream of any
+API (SPEC §3b), ``read_as`` reads one back.  ``tls_contexts`` makes a throwaway certificate
 with the ``openssl`` command (or skips).
 """
 
@@ -38,6 +39,7 @@ from ssestate import (
     ChatStream,
     Delta,
     Done,
+    Encoder,
     Finish,
     Heartbeat,
     RemoteProtocolError,
@@ -66,7 +68,9 @@ __all__ = [
     "check_case",
     "default_tls",
     "delta",
+    "encoded",
     "long_stream",
+    "read_as",
     "reference",
     "run",
     "serve",
@@ -114,6 +118,20 @@ def reference(body: bytes, status: int = 200, content_type: str = "text/event-st
         if isinstance(event, Done):
             break
     return out
+
+
+def encoded(dialect: str, events: list[ChatEvent]) -> list[bytes]:
+    """``events`` written as ``dialect``'s stream by ``Encoder``: one piece
+    per event that writes anything."""
+    encoder = Encoder(dialect, model="m", response_id="r1")
+    return [data for data in map(encoder.feed, events) if data]
+
+
+def read_as(dialect: str, body: bytes, *, end: bool = True) -> list[ChatEvent]:
+    """What ``ChatStream(dialect=...)`` makes of a 200 event stream's
+    ``body`` (and of its end, with ``end``)."""
+    machine = ChatStream(200, "text/event-stream", dialect=dialect)
+    return machine.feed(body) + (machine.feed(b"") if end else [])
 
 
 def long_stream(count: int = 100, pause: float = 0.1) -> Script:
@@ -359,12 +377,12 @@ def _result(events: list[ChatEvent], error: BaseException | None, call: Any, ver
     return Result(events, error, call.attempts, call.status_code, list(call.headers), call.stats, version)
 
 
-def run_sync(url: str, **kwargs: Any) -> Result:
+def run_sync(url: str, *, payload: Mapping[str, Any] = PAYLOAD, **kwargs: Any) -> Result:
     from ssestate.adapters import sync
 
     events: list[ChatEvent] = []
     error: BaseException | None = None
-    with sync.stream_chat(url, PAYLOAD, **kwargs) as call:
+    with sync.stream_chat(url, payload, **kwargs) as call:
         try:
             for event in call:
                 events.append(event)  # noqa: PERF402 - keep what came before an error
@@ -380,7 +398,13 @@ def default_tls() -> ssl.SSLContext:
     return ssl.create_default_context()
 
 
-def run_httpx(url: str, *, client_kwargs: Mapping[str, Any] | None = None, **kwargs: Any) -> Result:
+def run_httpx(
+    url: str,
+    *,
+    payload: Mapping[str, Any] = PAYLOAD,
+    client_kwargs: Mapping[str, Any] | None = None,
+    **kwargs: Any,
+) -> Result:
     import httpx
 
     from ssestate.adapters import httpx as sse_httpx
@@ -389,7 +413,7 @@ def run_httpx(url: str, *, client_kwargs: Mapping[str, Any] | None = None, **kwa
     error: BaseException | None = None
     with (
         httpx.Client(**{"verify": default_tls(), **(client_kwargs or {})}) as client,
-        sse_httpx.stream_chat(client, url, PAYLOAD, **kwargs) as call,
+        sse_httpx.stream_chat(client, url, payload, **kwargs) as call,
     ):
         try:
             for event in call:
@@ -400,7 +424,13 @@ def run_httpx(url: str, *, client_kwargs: Mapping[str, Any] | None = None, **kwa
     return _result(events, error, call, version)
 
 
-async def arun_httpx(url: str, *, client_kwargs: Mapping[str, Any] | None = None, **kwargs: Any) -> Result:
+async def arun_httpx(
+    url: str,
+    *,
+    payload: Mapping[str, Any] = PAYLOAD,
+    client_kwargs: Mapping[str, Any] | None = None,
+    **kwargs: Any,
+) -> Result:
     """``run_httpx`` with an ``httpx.AsyncClient`` (under asyncio or trio)."""
     import httpx
 
@@ -410,7 +440,7 @@ async def arun_httpx(url: str, *, client_kwargs: Mapping[str, Any] | None = None
     error: BaseException | None = None
     async with (
         httpx.AsyncClient(**{"verify": default_tls(), **(client_kwargs or {})}) as client,
-        sse_httpx.astream_chat(client, url, PAYLOAD, **kwargs) as call,
+        sse_httpx.astream_chat(client, url, payload, **kwargs) as call,
     ):
         try:
             async for event in call:
@@ -434,12 +464,12 @@ def run_httpx_trio(url: str, **kwargs: Any) -> Result:
     return result
 
 
-async def arun_trio(url: str, **kwargs: Any) -> Result:
+async def arun_trio(url: str, *, payload: Mapping[str, Any] = PAYLOAD, **kwargs: Any) -> Result:
     from ssestate.adapters import trio as sse_trio
 
     events: list[ChatEvent] = []
     error: BaseException | None = None
-    async with sse_trio.stream_chat(url, PAYLOAD, **kwargs) as call:
+    async with sse_trio.stream_chat(url, payload, **kwargs) as call:
         try:
             async for event in call:
                 events.append(event)  # noqa: PERF401 - keep what came before an error
@@ -466,7 +496,7 @@ ADAPTERS: dict[str, Callable[..., Result]] = {
 
 def run(adapter: str, url: str, **kwargs: Any) -> Result:
     """Run ``adapter`` on ``url`` with ``stream_chat`` arguments ``kwargs``
-    (``retry`` defaults to ``FAST_RETRY``)."""
+    (``payload`` defaults to ``PAYLOAD``, ``retry`` to ``FAST_RETRY``)."""
     kwargs.setdefault("retry", FAST_RETRY)
     return ADAPTERS[adapter](url, **kwargs)
 

@@ -7,15 +7,12 @@ from __future__ import annotations
 
 import dataclasses
 
-from helpers import chunkings
+from helpers import chunkings, collect
 
 from ssestate import (
-    CLOSED,
-    NEED_DATA,
     ChatStream,
     Delta,
     Finish,
-    RemoteProtocolError,
     ToolCallFragment,
     Truncated,
     Usage,
@@ -34,26 +31,6 @@ class Case:
     content_type: str = SSE
     strict: bool = True
     raises: bool = False  # RemoteProtocolError after ``events``
-
-
-def run(stream: ChatStream, chunks: list[bytes]) -> tuple[list[object], RemoteProtocolError | None]:
-    """Feed ``chunks`` then end of stream, draining after each; return the
-    events before ``CLOSED`` and the ``RemoteProtocolError`` raised, if any
-    (events handed out before it are kept)."""
-    events: list[object] = []
-    try:
-        for chunk in chunks:
-            stream.receive_data(chunk)
-            while (event := stream.next_event()) is not NEED_DATA:
-                assert event is not CLOSED, f"CLOSED before end of stream after {events!r}"
-                events.append(event)
-        stream.receive_data(b"")
-        while (event := stream.next_event()) is not CLOSED:
-            assert event is not NEED_DATA, f"NEED_DATA after end of stream after {events!r}"
-            events.append(event)
-    except RemoteProtocolError as exc:
-        return events, exc
-    return events, None
 
 
 def usage(raw: dict[str, object]) -> Usage:
@@ -135,7 +112,7 @@ def check_case(case: Case) -> None:
     first: tuple[list[object], str | None, int | None] | None = None
     for how, chunks in chunkings(case.body):
         stream = ChatStream(status_code=case.status, content_type=case.content_type, strict=case.strict)
-        events, error = run(stream, chunks)
+        events, error = collect(stream, chunks)
         assert events == case.events, how
         assert (error is not None) == case.raises, f"{how}: {error!r}"
         outcome = (events, str(error) if error else None, error.offset if error else None)

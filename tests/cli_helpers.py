@@ -96,7 +96,8 @@ def call(
     stdout and stderr captured (on a pretend terminal with ``tty``) and,
     when given, ``stdin``."""
     monkeypatch.delenv("NO_COLOR", raising=False)
-    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    for name in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GEMINI_API_KEY"):  # only the keys a test gives
+        monkeypatch.delenv(name, raising=False)
     for name, value in env.items():
         monkeypatch.setenv(name, value)
     out, err = _Terminal(tty), _Terminal(tty)

@@ -132,15 +132,27 @@ def until_error(machine: Machine, chunks: Iterable[bytes]) -> tuple[list[Any], R
     ``RemoteProtocolError`` that stopped it, if one did."""
     got: list[Any] = []
     try:
-        for chunk in [*chunks, b""]:
+        for chunk in chunks:
             machine.receive_data(chunk)
             while (event := machine.next_event()) is not NEED_DATA:
+                assert event is not CLOSED, f"CLOSED before end of stream after {got!r}"
                 got.append(event)
-                if event is CLOSED:
-                    return got, None
+        machine.receive_data(b"")
+        while (event := machine.next_event()) is not NEED_DATA:
+            got.append(event)
+            if event is CLOSED:
+                return got, None
     except RemoteProtocolError as exc:
         return got, exc
-    raise AssertionError("NEED_DATA after end of stream")
+    raise AssertionError(f"NEED_DATA after end of stream after {got!r}")
+
+
+def collect(machine: Machine, chunks: Iterable[bytes]) -> tuple[list[Any], RemoteProtocolError | None]:
+    """``until_error`` without the final ``CLOSED``: the events the stream
+    carried and the ``RemoteProtocolError`` that stopped it, if one did
+    (events handed out before it are kept)."""
+    got, error = until_error(machine, chunks)
+    return [event for event in got if event is not CLOSED], error
 
 
 def feed_all(machine: Machine, chunks: Iterable[bytes], *, eof: bool = True) -> list[Any]:

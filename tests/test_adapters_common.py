@@ -175,3 +175,107 @@ def test_pieces_of_one_read_are_one_arrival() -> None:
     assert s.ttfb == pytest.approx(0.5)
     assert s.gaps_max == pytest.approx(0.5)
     assert s.gaps_p50 == pytest.approx(0.25, rel=0.02)  # gaps 0.5 and 0.25, none of a few microseconds
+
+
+# -- the request of each API ------------------------------------------------------
+
+BASE = ("Content-Type", "application/json"), ("Accept", "text/event-stream"), ("Accept-Encoding", "identity")
+MESSAGES = [{"role": "user", "content": "hi"}]
+
+
+@pytest.mark.parametrize(
+    ("dialect", "target", "auth", "body"),
+    [
+        (
+            "openai-chat",
+            "/v1/chat/completions",
+            [("Authorization", "Bearer k")],
+            {"model": "m", "messages": MESSAGES, "stream": True, "stream_options": {"include_usage": True}},
+        ),
+        (
+            "auto",
+            "/v1/chat/completions",
+            [("Authorization", "Bearer k")],
+            {"model": "m", "messages": MESSAGES, "stream": True, "stream_options": {"include_usage": True}},
+        ),
+        (
+            "openai-responses",
+            "/v1/responses",
+            [("Authorization", "Bearer k")],
+            {"model": "m", "messages": MESSAGES, "stream": True},
+        ),
+        (
+            "anthropic",
+            "/v1/messages",
+            [("anthropic-version", "2023-06-01"), ("x-api-key", "k")],
+            {"model": "m", "messages": MESSAGES, "stream": True},
+        ),
+        (
+            "gemini",
+            "/v1/models/m:streamGenerateContent?alt=sse",
+            [("x-goog-api-key", "k")],
+            {"messages": MESSAGES},
+        ),
+    ],
+)
+def test_build_request_per_dialect(dialect: str, target: str, auth: list[tuple[str, str]], body: object) -> None:
+    payload = {"model": "m", "messages": MESSAGES}
+    r = build_request("https://api.example.com/v1", payload, api_key="k", dialect=dialect)
+    assert (r.method, r.target, r.url) == ("POST", target, "https://api.example.com" + target)
+    assert r.headers == (*BASE, *auth)
+    assert json.loads(r.body) == body
+    assert payload == {"model": "m", "messages": MESSAGES}  # not modified
+    # Without a key, only the key header is left out.
+    keyless = build_request("https://api.example.com/v1", payload, dialect=dialect)
+    assert keyless.headers == tuple(h for h in r.headers if h[1] not in ("k", "Bearer k"))
+
+
+def test_build_request_caller_fields_and_headers_win() -> None:
+    r = build_request(
+        "http://h/v1",
+        {"model": "m", "stream": False, "stream_options": {"include_usage": False}},
+        api_key="k",
+        headers={"Anthropic-Version": "2024-01-01", "X-Api-Key": "other"},
+        dialect="anthropic",
+    )
+    # A streaming call always streams; anything else the caller wrote stays.
+    assert json.loads(r.body) == {"model": "m", "stream": True, "stream_options": {"include_usage": False}}
+    assert r.headers == (*BASE, ("Anthropic-Version", "2024-01-01"), ("X-Api-Key", "other"))
+    responses = build_request("http://h/v1", {"stream_options": {"x": 1}}, dialect="openai-responses")
+    assert json.loads(responses.body) == {"stream_options": {"x": 1}, "stream": True}
+
+
+def test_build_request_gemini_model_and_query() -> None:
+    url = "https://generativelanguage.googleapis.com/v1beta/?trace=1"
+    r = build_request(url, {"model": "models/gemini-2.5-flash", "contents": []}, dialect="gemini")
+    assert r.target == "/v1beta/models/gemini-2.5-flash:streamGenerateContent?alt=sse&trace=1"
+    assert json.loads(r.body) == {"contents": []}
+    # The model is one path segment, whatever it holds.
+    odd = build_request("http://h", {"model": "a/b?c#d e"}, dialect="gemini")
+    assert odd.target == "/models/a%2Fb%3Fc%23d%20e:streamGenerateContent?alt=sse"
+    # A caller's "stream" is the caller's business: nothing is added.
+    assert json.loads(build_request("http://h", {"model": "g", "stream": True}, dialect="gemini").body) == {
+        "stream": True
+    }
+
+
+@pytest.mark.parametrize("payload", [{}, {"model": ""}, {"model": "models/"}, {"model": 3}, {"model": None}])
+def test_build_request_gemini_needs_a_model(payload: dict[str, object]) -> None:
+    with pytest.raises(ValueError, match=r"gemini.*payload\['model'\]"):
+        build_request("http://h/v1beta", payload, dialect="gemini")
+
+
+def test_unknown_dialects_are_refused() -> None:
+    with pytest.raises(ValueError, match="dialect must be one of openai-chat, openai-responses, anthropic"):
+        build_request("http://h", {}, dialect="openai")
+    with pytest.raises(ValueError, match="dialect must be one of"):
+        StreamDriver(dialect="claude")
+
+
+@pytest.mark.parametrize("dialect", ["openai-chat", "openai-responses", "anthropic", "gemini", "auto"])
+def test_the_driver_reads_its_dialect(dialect: str) -> None:
+    d = StreamDriver(dialect=dialect)
+    d.begin_attempt(0.0)
+    d.on_response(200, SSE, 0.0)
+    assert d.machine is not None
+    assert d.machine.dialect == dialect

@@ -35,7 +35,9 @@ from adapter_scenarios import (
     PAYLOAD,
     ServerFactory,
     default_tls,
+    encoded,
     long_stream,
+    read_as,
     reference,
     run,
     running_servers,
@@ -44,7 +46,7 @@ from adapter_scenarios import (
 from hypercorn.asyncio import serve
 from hypercorn.config import Config
 
-from ssestate import ChatEvent, Delta, StreamTimeout, Truncated
+from ssestate import ChatEvent, Delta, Done, Finish, StreamTimeout, Truncated
 from ssestate.adapters import httpx as sse_httpx
 from ssestate.testing import Script, scenario
 
@@ -258,8 +260,9 @@ def test_breaking_out_ends_the_stream_at_the_server() -> None:
         ended = app.ended_for(0)
         assert ended is not None
         assert (ended.outcome, ended.step < 10) == ("disconnected", True)
-        # The client opens a new connection for the next call.
-        with sse_httpx.stream_chat(client, url, PAYLOAD) as call:
+        # The client opens a new connection for the next call: the closed one
+        # left the pool (no retry needed to get past it).
+        with sse_httpx.stream_chat(client, url, PAYLOAD, retry=None) as call:
             assert next(call) == Delta(0, "t0 ")
     assert app.clients[0] != app.clients[1]
 
@@ -390,3 +393,25 @@ def test_leaving_early_can_end_only_the_stream(mode: str) -> None:
     assert ended is not None
     assert (ended.outcome, ended.step < 10) == ("disconnected", True)
     assert app.clients[0] == app.clients[1]
+
+
+# -- the other APIs -----------------------------------------------------------------------------
+
+ANSWER: list[ChatEvent] = [Delta(0, "", "assistant"), Delta(0, "Hi"), Finish(0, "stop"), Done(True)]
+
+
+@pytest.mark.parametrize("dialect", ["openai-responses", "anthropic"])
+@pytest.mark.parametrize("mode", ["httpx", "httpx-asyncio"])
+def test_an_end_marker_ends_the_stream_at_the_server(mode: str, dialect: str) -> None:
+    # response.completed, message_stop: then the server would hold the
+    # stream open for 30 s; the adapter resets it right away.
+    answer = encoded(dialect, ANSWER)
+    with hypercorn_server(Script(steps=[*answer, "hold"])) as (url, app):
+        result = run(mode, url, dialect=dialect, client_kwargs=H2C)
+        ended = app.ended_for(0)
+    assert result.error is None, repr(result.error)
+    assert result.http_version == "HTTP/2"
+    assert result.events == read_as(dialect, b"".join(answer))
+    assert result.events[-1] == Done(True)
+    assert ended == Ended(0, "disconnected", len(answer))
+    assert app.waited[0] < 2.0

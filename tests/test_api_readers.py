@@ -125,6 +125,23 @@ def test_auto_names_the_dialect_it_found(name: str) -> None:
     assert stream.dialect == ("auto" if only_errors else side["dialect"])
 
 
+def test_auto_reads_errors_until_a_payload_names_the_api() -> None:
+    # Two errors (one a gateway's, with an id and a model) come before the
+    # first Anthropic event: each is a StreamError, the metadata of the first
+    # carries over, and the stream is then read as Anthropic.
+    first = {"id": "gw-1", "model": "gw", "error": {"message": "retrying upstream", "type": "overloaded_error"}}
+    second = {"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}
+    start = {"type": "message_start", "message": {"id": "msg_1", "model": "claude", "role": "assistant"}}
+    text = {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "hi"}}
+    body = b"".join(b"data: " + json.dumps(p).encode() + b"\n\n" for p in (first, second, start, text))
+    stream = ChatStream()
+    events = stream.feed(body)
+    assert [type(e).__name__ for e in events] == ["StreamError", "StreamError", "Delta", "Delta"]
+    assert [e.message for e in events if type(e) is StreamError] == ["retrying upstream", "Overloaded"]
+    assert (stream.dialect, stream.response_id, stream.model) == ("anthropic", "gw-1", "gw")
+    assert [e.content for e in events if type(e) is Delta] == ["", "hi"]
+
+
 @given(name=st.sampled_from(NAMES), data=st.data())
 def test_any_chunking_of_a_capture_reads_the_same(name: str, data: st.DataObject) -> None:
     body, side = load(name)

@@ -35,9 +35,8 @@ from chat_cases import (
     U123,
     Case,
     check_case,
-    run,
 )
-from helpers import chunkings, feed_all
+from helpers import chunkings, collect, feed_all
 
 from ssestate import (
     CLOSED,
@@ -441,7 +440,7 @@ def test_not_json_error_names_a_byte_offset_inside_the_bad_event() -> None:
     body = BEFORE + BAD + AFTER
     start, end = len(BEFORE), len(BEFORE) + len(BAD)
     for how, chunks in chunkings(body):
-        events, error = run(ChatStream(), chunks)
+        events, error = collect(ChatStream(), chunks)
         assert events == [
             Heartbeat("\u00e9t\u00e9 ping"),
             Delta(0, "\u6f22\u5b57\u6f22\u5b57"),
@@ -584,7 +583,7 @@ def test_an_event_larger_than_max_event_size_is_refused() -> None:
     # checked on cuts that leave the big event unfinished past 128 bytes.
     for how, chunks in chunkings(HI + big):
         if how in ("bytewise", "fixed-7", "random-16"):
-            events, error = run(ChatStream(max_event_size=128), chunks)
+            events, error = collect(ChatStream(max_event_size=128), chunks)
             assert events == [D_HI], how
             assert isinstance(error, RemoteProtocolError), how
     stream = ChatStream(max_event_size=128)

@@ -256,3 +256,50 @@ def test_bad_urls_and_empty_stdin_in_process(monkeypatch: pytest.MonkeyPatch) ->
     assert call(monkeypatch, "chat", "--base-url", "http://x", "--model", "m", "-").stderr == (
         "ssestate chat: error: the prompt is empty\n"
     )
+
+
+# Each API: the request the CLI writes (path, key header, body) and the answer it prints.
+_REQUESTS = {
+    "openai-chat": ("/v1/chat/completions", "Authorization", "Bearer k", {
+        "model": "m", "messages": [{"role": "system", "content": "S"}, {"role": "user", "content": "hi"}],
+        "max_tokens": 7, "temperature": 0.5, "stream": True, "stream_options": {"include_usage": True}}),
+    "openai-responses": ("/v1/responses", "Authorization", "Bearer k", {
+        "model": "m", "input": "hi", "instructions": "S", "max_output_tokens": 7, "temperature": 0.5,
+        "stream": True}),
+    "anthropic": ("/v1/messages", "x-api-key", "k", {
+        "model": "m", "messages": [{"role": "user", "content": "hi"}], "system": "S", "max_tokens": 7,
+        "temperature": 0.5, "stream": True}),
+    "gemini": ("/v1/models/m:streamGenerateContent?alt=sse", "x-goog-api-key", "k", {
+        "contents": [{"role": "user", "parts": [{"text": "hi"}]}], "systemInstruction": {"parts": [{"text": "S"}]},
+        "generationConfig": {"maxOutputTokens": 7, "temperature": 0.5}}),
+}  # fmt: skip
+_KEYS = {"openai-chat": "OPENAI_API_KEY", "openai-responses": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY",
+         "gemini": "GEMINI_API_KEY"}  # fmt: skip
+
+
+@pytest.mark.parametrize("dialect", list(_REQUESTS))
+def test_chat_speaks_each_api(monkeypatch: pytest.MonkeyPatch, dialect: str) -> None:
+    from ssestate import ChatEvent, Delta, Done, Encoder, Finish, Usage
+    from ssestate.testing import Script, ScriptServer
+
+    def answer(request: object) -> Script:
+        encoder = Encoder(dialect, model="m")
+        events: list[ChatEvent] = [Delta(0, "Hel"), Delta(0, "lo"), Finish(0, "stop"), Usage(3, 2, 5),
+                  Done(sentinel=True)]  # fmt: skip
+        return Script(steps=[b"".join(encoder.feed(event) for event in events)])
+
+    with ScriptServer(answer) as server:
+        key = {_KEYS[dialect]: "k"}  # the variable each API's SDK reads
+        args = ["--base-url", server.url, "--model", "m", "hi", "--system", "S", "--max-tokens", "7"]
+        result = call(monkeypatch, "chat", "--dialect", dialect, *args, "--temperature", "0.5", **key)  # type: ignore[arg-type]
+        unkeyed = call(monkeypatch, "chat", "--dialect", dialect, "--base-url", server.url, "--model", "m", "hi")
+    assert (result.returncode, result.stdout, result.stderr) == (0, "Hello\n", "")
+    path, header, value, body = _REQUESTS[dialect]
+    keyed, bare = server.requests
+    assert (keyed.method, keyed.path, keyed.header(header), keyed.json) == ("POST", path, value, body)
+    assert unkeyed.returncode == 0
+    assert bare.header("Authorization") is None and bare.header(header) is None
+    if dialect == "anthropic":  # the Messages API refuses a request without max_tokens
+        assert bare.json["max_tokens"] == 1024
+    else:
+        assert "max_tokens" not in json.dumps(bare.json)

@@ -321,3 +321,44 @@ def test_unreadable_or_unparsable_input(monkeypatch: pytest.MonkeyPatch, tmp_pat
     result = call(monkeypatch, "inspect", str(huge))
     assert result.returncode == 1
     assert result.stderr.startswith("ssestate inspect: the capture cannot be parsed: ")
+
+
+# -- the other APIs ------------------------------------------------------------------------------
+
+APIS = Path(__file__).parent / "captures" / "apis"
+API_NAMES = {"openai-responses": "OpenAI Responses API", "anthropic": "Anthropic Messages", "gemini": "Gemini"}
+
+
+@pytest.mark.parametrize("name", sorted(f"{p.parent.name}/{p.stem}" for p in APIS.glob("*/*.sse")))
+def test_inspect_tells_the_api_of_every_capture(monkeypatch: pytest.MonkeyPatch, name: str) -> None:
+    side = json.loads((APIS / f"{name}.json").read_text())
+    path = str(APIS / f"{name}.sse")
+    head = ["--status", str(side["status"]), "--content-type", side["content_type"]]
+    outcome = side["expected"]["outcome"]
+    told = call(monkeypatch, "inspect", path, *head, "--dialect", side["dialect"], "--json")
+    summary = json.loads(told.stdout.splitlines()[-1])
+    assert (summary["dialect"], summary["outcome"]) == (side["dialect"], outcome)
+    assert told.returncode == (0 if outcome == "complete" and "error" not in told.stdout else 1)
+    detected = call(monkeypatch, "inspect", path, *head, "--random-chunks", "5")
+    no_traceback(detected)
+    assert f"\noutcome: {outcome}\n" in detected.stdout
+    assert re.search(r"^re-fed in \d+ random chunks \(seed 5\): the same \d+ events?$", detected.stdout, re.M)
+    if any(e.get("kind") == "Delta" for e in side["events"]):  # an error alone tells no API
+        assert f"\nAPI: {API_NAMES[side['dialect']]} (detected)\n" in detected.stdout
+        assert "[DONE]" not in detected.stdout  # no Chat Completions words for another API
+
+
+def test_inspect_names_each_api_end_marker(monkeypatch: pytest.MonkeyPatch) -> None:
+    cut = call(monkeypatch, "inspect", str(APIS / "anthropic" / "cut-after-message-delta.sse"))
+    assert cut.returncode == 0  # complete: only message_stop was lost
+    assert "warning: byte 909: no message_stop: the stream just ended" in cut.stdout
+    assert re.search(r"^ +909  Done +\(clean end of stream, no message_stop\)$", cut.stdout, re.M)
+    assert re.search(r"^ +\d+  Finish +#0 stop \(end_turn\)$", cut.stdout, re.M)
+    gemini = call(monkeypatch, "inspect", str(APIS / "gemini" / "text.sse"))
+    assert re.search(r"^ +\d+  Done +\(clean end of stream\)$", gemini.stdout, re.M)
+    assert "problems: none" in gemini.stdout  # no marker is what Gemini sends
+    responses = call(monkeypatch, "inspect", str(APIS / "openai-responses" / "text.sse"))
+    assert re.search(r"^ +\d+  Done +the terminal event$", responses.stdout, re.M)
+    told = call(monkeypatch, "inspect", str(APIS / "gemini" / "text.sse"), "--dialect", "anthropic")
+    assert "API: Anthropic Messages (as told)" in told.stdout  # what it was told, and what it then read
+    assert "outcome: truncated" in told.stdout

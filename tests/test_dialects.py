@@ -46,7 +46,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import chunkings, feed_all
+from helpers import chunkings, collect, feed_all
 
 from ssestate import (
     CLOSED,
@@ -56,7 +56,6 @@ from ssestate import (
     Done,
     Finish,
     Heartbeat,
-    RemoteProtocolError,
     StreamError,
     ToolCallFragment,
     Truncated,
@@ -86,26 +85,6 @@ def load(name: str) -> tuple[bytes, dict[str, Any]]:
 
 def new_stream(side: dict[str, Any], strict: bool) -> ChatStream:
     return ChatStream(status_code=side["status"], content_type=side["content_type"], strict=strict)
-
-
-def collect(stream: ChatStream, chunks: list[bytes]) -> tuple[list[object], RemoteProtocolError | None]:
-    """Feed ``chunks`` then end of stream, draining after each; return the
-    events (without ``CLOSED``) and the ``RemoteProtocolError`` that stopped
-    the machine, if any.  Events handed out before the error are kept."""
-    events: list[object] = []
-    try:
-        for chunk in chunks:
-            stream.receive_data(chunk)
-            while (event := stream.next_event()) is not NEED_DATA:
-                assert event is not CLOSED, f"CLOSED before end of stream after {events!r}"
-                events.append(event)
-        stream.receive_data(b"")
-        while (event := stream.next_event()) is not CLOSED:
-            assert event is not NEED_DATA, f"NEED_DATA after end of stream after {events!r}"
-            events.append(event)
-    except RemoteProtocolError as exc:
-        return events, exc
-    return events, None
 
 
 def expected(side: dict[str, Any], strict: bool) -> tuple[list[object], str | None]:

@@ -8,19 +8,21 @@ events, stop at ``Done`` or ``CLOSED``.  Everything in that loop that is a
 decision rather than I/O lives here, so the adapters (stdlib, httpx sync and
 async, trio) decide alike:
 
-* ``build_request`` turns ``(base_url, payload, api_key, headers)`` into a
-  ``ChatRequest``: ``POST {base_url}/chat/completions`` with the payload plus
-  ``"stream": true`` and ``stream_options.include_usage`` (unless the caller
+* ``build_request`` turns ``(base_url, payload, api_key, headers,
+  dialect)`` into a ``ChatRequest``: the API's path under ``base_url`` and
+  what its body and headers need to stream (``_apis.py`` holds that, per
+  API; for ``"openai-chat"``, ``POST {base_url}/chat/completions`` with
+  ``"stream": true`` and ``stream_options.include_usage`` unless the caller
   set ``stream_options``), ``Content-Type: application/json``,
   ``Accept: text/event-stream``, ``Accept-Encoding: identity`` (the body must
-  reach the parser as the server wrote it, never compressed) and
-  ``Authorization: Bearer <api_key>`` when a key is given; caller headers
-  replace defaults of the same name.
-* ``StreamDriver`` owns one call: the ``ChatStream`` of the current attempt,
-  the ``StatsRecorder``, the *emitted* flag (a ``Delta`` or
-  ``ToolCallFragment`` was handed out), the idle-timeout clock and the
-  retry decisions.  It never reads a clock: every method that needs the time
-  takes ``now``, a reading of the adapter's monotonic clock.
+  reach the parser as the server wrote it, never compressed) and the key in
+  the API's header when one is given; caller headers replace defaults of
+  the same name.
+* ``StreamDriver`` owns one call: the ``ChatStream`` of the current attempt
+  (reading the request's dialect), the ``StatsRecorder``, the *emitted* flag
+  (a ``Delta`` or ``ToolCallFragment`` was handed out), the idle-timeout
+  clock and the retry decisions.  It never reads a clock: every method that
+  needs the time takes ``now``, a reading of the adapter's monotonic clock.
 * The driver counts bytes and events itself and tells the recorder only
   the times it needs: the start, each arrival, the first output (a
   ``Delta`` or ``ToolCallFragment``: ``ttft``) and the end.  An arrival is
@@ -54,8 +56,8 @@ The loop, with the driver
 -------------------------
 ::
 
-    driver = StreamDriver(first_byte_timeout=..., idle_timeout=..., retry=...)
-    request = build_request(base_url, payload, api_key, headers)
+    driver = StreamDriver(first_byte_timeout=..., idle_timeout=..., retry=..., dialect=...)
+    request = build_request(base_url, payload, api_key, headers, dialect)
     while True:                                   # one pass per attempt
         driver.begin_attempt(clock())
         try:
@@ -113,6 +115,7 @@ from .._framing import EventStreamParser
 from .._retry import Phase, RetryPolicy, StreamTimeout
 from .._state import ChatState
 from .._stats import StatsRecorder, StreamStats
+from ._apis import DIALECTS, api_request
 
 __all__ = [
     "ARRIVAL",
@@ -145,11 +148,11 @@ _DEFAULT_PORTS = {"http": 80, "https": 443}
 
 @dataclasses.dataclass(frozen=True)
 class ChatRequest:
-    """A chat-completions request, ready for any HTTP client.
+    """A streaming request to one of the APIs, ready for any HTTP client.
 
     Attributes:
         method: always "POST".
-        url: the full URL (``{base_url}/chat/completions``).
+        url: the full URL (e.g. ``{base_url}/chat/completions``).
         scheme: "http" or "https".
         host: host name or address (IPv6 without brackets).
         port: TCP port (the scheme's default when the URL has none).
@@ -189,32 +192,34 @@ def build_request(
     payload: Mapping[str, Any],
     api_key: str | None = None,
     headers: HeaderInput | None = None,
+    dialect: str = "openai-chat",
 ) -> ChatRequest:
-    """Build the streaming ``POST {base_url}/chat/completions`` request.
+    """Build the streaming request of ``dialect``'s API (SPEC §7).
 
     Args:
         base_url: e.g. "https://api.openai.com/v1" (a trailing slash is fine).
         payload: the request body (model, messages, ...); not modified.
-        api_key: sent as ``Authorization: Bearer <api_key>`` when given.
+        api_key: sent in the API's header (``Authorization: Bearer``,
+            ``x-api-key``, ``x-goog-api-key``) when given.
         headers: extra headers; they replace defaults of the same name.
+        dialect: "openai-chat", "openai-responses", "anthropic", "gemini",
+            or "auto" (the "openai-chat" request); see ``_apis.py``.
 
     Raises:
-        ValueError: the URL is not http(s) with a host, or the payload
-            cannot be encoded as JSON.
+        ValueError: an unknown dialect; the URL is not http(s) with a host;
+            the payload cannot be encoded as JSON, or (Gemini) names no
+            model.
     """
     parts = urlsplit(base_url)
     scheme = parts.scheme.lower()
     if scheme not in _DEFAULT_PORTS or not parts.hostname:
         raise ValueError(f"base_url must be an http:// or https:// URL with a host, got {base_url!r}")
     port = parts.port or _DEFAULT_PORTS[scheme]  # raises ValueError for a bad port
-    path = parts.path.rstrip("/") + "/chat/completions"
-    target = f"{path}?{parts.query}" if parts.query else path
+    suffix, api_query, body, defaults = api_request(dialect, payload, api_key)
+    path = parts.path.rstrip("/") + suffix
+    query = "&".join(q for q in (api_query, parts.query) if q)
+    target = f"{path}?{query}" if query else path
     url = f"{scheme}://{parts.netloc}{target}"
-
-    body = dict(payload)
-    body["stream"] = True
-    if "stream_options" not in body:
-        body["stream_options"] = {"include_usage": True}
     try:
         data = json.dumps(body, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode()
     except (TypeError, ValueError, RecursionError) as exc:
@@ -226,9 +231,8 @@ def build_request(
         ("Content-Type", "application/json"),
         ("Accept", "text/event-stream"),
         ("Accept-Encoding", "identity"),
+        *defaults,
     ]
-    if api_key is not None:
-        defaults.append(("Authorization", f"Bearer {api_key}"))
     pairs = [(n, v) for n, v in defaults if n.lower() not in replaced] + extra
     return ChatRequest("POST", url, scheme, parts.hostname, port, target, tuple(pairs), data)
 
@@ -244,6 +248,8 @@ class StreamDriver:
             forever.
         retry: the retry policy; None never retries.
         strict: passed to ``ChatStream`` (non-JSON ``data`` raises).
+        dialect: passed to ``ChatStream``: the API whose answer this is
+            (SPEC §3b), or "auto".
 
     Attributes:
         attempt: number of the current attempt, from 0 (-1 before the first).
@@ -266,7 +272,10 @@ class StreamDriver:
         idle_timeout: float | None = 30.0,
         retry: RetryPolicy | None = None,
         strict: bool = True,
+        dialect: str = "openai-chat",
     ) -> None:
+        if dialect not in DIALECTS:
+            raise ValueError(f"dialect must be one of {', '.join(DIALECTS)}; got {dialect!r}")
         for name, value in (("first_byte_timeout", first_byte_timeout), ("idle_timeout", idle_timeout)):
             if value is not None and not value > 0:
                 raise ValueError(f"{name} must be > 0 or None, got {value!r}")
@@ -274,6 +283,7 @@ class StreamDriver:
         self.idle_timeout = idle_timeout
         self.retry = retry
         self.strict = strict
+        self.dialect = dialect
         self.attempt = -1
         self.emitted = False
         self._reset()
@@ -338,7 +348,7 @@ class StreamDriver:
         self.content_type = next((v for n, v in self.headers if n.lower() == "content-type"), "")
         delay = self.should_retry(self.attempt, status_code, self.headers, None)
         if delay is None:
-            self.machine = ChatStream(status_code, self.content_type, self.strict)
+            self.machine = ChatStream(status_code, self.content_type, self.strict, dialect=self.dialect)
         else:
             self.close(now)
         return delay

@@ -39,9 +39,12 @@ flow-control window for it, and the connection stays usable for the next
 request.
 
 **Closing one HTTP/2 connection.**  ``close_network`` shuts the
-connection's socket (waking any thread blocked reading it) and closes it:
-for a caller who chose to drop the connection of an abandoned response, or
-when the stream cannot be reset.
+connection's socket (waking any thread blocked reading it) and hands back
+httpcore's connection to be closed: for a caller who chose to drop the
+connection of an abandoned response, or when the stream cannot be reset.
+Closing httpcore's connection, not only its socket, marks it closed, so the
+pool drops it: a connection whose socket alone was closed stays in the pool
+as idle, and the next request sent on it (a retry, at once) fails.
 """
 
 from __future__ import annotations
@@ -176,8 +179,9 @@ async def areset_h2_stream(response: httpx.Response) -> bool:
 
 
 def close_network(response: httpx.Response) -> Any:
-    """Shut the socket of the response's connection; returns the network
-    stream (async: ``await stream.aclose()`` next), or None."""
+    """Shut the socket of the response's connection; returns what to close
+    next (``close()``, async: ``await aclose()``): httpcore's HTTP/2
+    connection, else the network stream; None when there is neither."""
     network = response.extensions.get("network_stream")
     if network is None:
         return None
@@ -188,4 +192,5 @@ def close_network(response: httpx.Response) -> Any:
         # state under that thread's feet.
         with contextlib.suppress(OSError):
             socket.socket.shutdown(sock, socket.SHUT_RDWR)
-    return network
+    connection = _h2_connection(response)
+    return network if connection is None else connection

@@ -235,6 +235,7 @@ def stream_chat(  # noqa: PLR0917 - the positional order SPEC §7 fixes
     idle_timeout: float | None = 30.0,
     retry: RetryPolicy | None = DEFAULT_RETRY,
     *,
+    dialect: str = "openai-chat",
     strict: bool = True,
     close_http2_connection: bool = True,
 ) -> HttpxCall:
@@ -244,14 +245,20 @@ def stream_chat(  # noqa: PLR0917 - the positional order SPEC §7 fixes
         client: the client (its pool, proxies, TLS settings and default
             headers are used; its timeouts are replaced for this request).
         base_url: e.g. "https://api.openai.com/v1"; the request goes to
-            ``{base_url}/chat/completions``.
-        payload: the request body; ``stream`` and ``stream_options`` are
-            added (see ``_common.build_request``).
-        api_key: sent as a Bearer token when given.
+            ``{base_url}/chat/completions`` (the path depends on
+            ``dialect``).
+        payload: the request body; what the API needs to stream is added
+            (``"stream": true``, ``stream_options``; see ``_apis.py``).
+        api_key: sent in the API's key header when given (a Bearer token
+            for OpenAI).
         headers: extra request headers (they replace the client's).
         first_byte_timeout: seconds to the first body byte (None: no limit).
         idle_timeout: seconds allowed between body bytes (None: no limit).
         retry: retry policy; None never retries.
+        dialect: the API (SPEC §3b): "openai-chat", "openai-responses",
+            "anthropic", "gemini"; it picks the request and how the
+            answer is read.  "auto" sends the "openai-chat" request and
+            reads the answer in whichever format it comes.
         strict: a ``data`` payload that is not JSON raises (True) or is
             skipped (False).
         close_http2_connection: on HTTP/2, close the connection when a
@@ -263,10 +270,13 @@ def stream_chat(  # noqa: PLR0917 - the positional order SPEC §7 fixes
         An ``HttpxCall``: use it as a context manager and iterate it.
 
     Raises:
-        ValueError: a bad URL, payload or timeout (at once, not on iteration).
+        ValueError: a bad URL, payload, dialect or timeout (at once, not on
+            iteration); a Gemini payload without a model.
     """
-    request = build_request(base_url, payload, api_key, headers)
-    driver = StreamDriver(first_byte_timeout=first_byte_timeout, idle_timeout=idle_timeout, retry=retry, strict=strict)
+    request = build_request(base_url, payload, api_key, headers, dialect)
+    driver = StreamDriver(
+        first_byte_timeout=first_byte_timeout, idle_timeout=idle_timeout, retry=retry, strict=strict, dialect=dialect
+    )
     return HttpxCall(client, request, driver, close_http2_connection=close_http2_connection)
 
 
@@ -280,6 +290,7 @@ def astream_chat(  # noqa: PLR0917 - the positional order SPEC §7 fixes
     idle_timeout: float | None = 30.0,
     retry: RetryPolicy | None = DEFAULT_RETRY,
     *,
+    dialect: str = "openai-chat",
     strict: bool = True,
     close_http2_connection: bool = True,
 ) -> AsyncHttpxCall:
@@ -288,8 +299,10 @@ def astream_chat(  # noqa: PLR0917 - the positional order SPEC §7 fixes
     Returns an ``AsyncHttpxCall``: use it with ``async with`` and
     ``async for``.  Arguments as for ``stream_chat``.
     """
-    request = build_request(base_url, payload, api_key, headers)
-    driver = StreamDriver(first_byte_timeout=first_byte_timeout, idle_timeout=idle_timeout, retry=retry, strict=strict)
+    request = build_request(base_url, payload, api_key, headers, dialect)
+    driver = StreamDriver(
+        first_byte_timeout=first_byte_timeout, idle_timeout=idle_timeout, retry=retry, strict=strict, dialect=dialect
+    )
     return AsyncHttpxCall(client, request, driver, close_http2_connection=close_http2_connection)
 
 
@@ -488,9 +501,9 @@ class HttpxCall(_CallBase, BlockingCall):
             if end == "reset" and not reset_h2_stream(response):
                 end = "close"
             if end == "close":
-                network = close_network(response)
-                if network is not None:
-                    network.close()
+                closing = close_network(response)
+                if closing is not None:
+                    closing.close()
         with contextlib.suppress(*_TRANSPORT_ERRORS):
             response.close()
 
@@ -612,8 +625,8 @@ class AsyncHttpxCall(_CallBase, AsyncCall):
             if end == "reset" and not await areset_h2_stream(response):
                 end = "close"
             if end == "close":
-                network = close_network(response)
-                if network is not None:
-                    await network.aclose()
+                closing = close_network(response)
+                if closing is not None:
+                    await closing.aclose()
         with contextlib.suppress(*_TRANSPORT_ERRORS):
             await response.aclose()

@@ -81,6 +81,7 @@ def stream_chat(  # noqa: PLR0917 - the positional order SPEC §7 fixes
     idle_timeout: float | None = 30.0,
     retry: RetryPolicy | None = DEFAULT_RETRY,
     *,
+    dialect: str = "openai-chat",
     strict: bool = True,
     ssl_context: ssl.SSLContext | None = None,
     receive_size: int = 65536,
@@ -89,14 +90,20 @@ def stream_chat(  # noqa: PLR0917 - the positional order SPEC §7 fixes
 
     Args:
         base_url: e.g. "https://api.openai.com/v1"; the request goes to
-            ``{base_url}/chat/completions``.
-        payload: the request body; ``stream`` and ``stream_options`` are
-            added (see ``_common.build_request``).
-        api_key: sent as a Bearer token when given.
+            ``{base_url}/chat/completions`` (the path depends on
+            ``dialect``).
+        payload: the request body; what the API needs to stream is added
+            (``"stream": true``, ``stream_options``; see ``_apis.py``).
+        api_key: sent in the API's key header when given (a Bearer token
+            for OpenAI).
         headers: extra request headers.
         first_byte_timeout: seconds to the first body byte (None: no limit).
         idle_timeout: seconds allowed between body bytes (None: no limit).
         retry: retry policy; None never retries.
+        dialect: the API (SPEC §3b): "openai-chat", "openai-responses",
+            "anthropic", "gemini"; it picks the request and how the
+            answer is read.  "auto" sends the "openai-chat" request and
+            reads the answer in whichever format it comes.
         strict: a ``data`` payload that is not JSON raises (True) or is
             skipped (False).
         ssl_context: for https (default: ``ssl.create_default_context()``).
@@ -106,12 +113,15 @@ def stream_chat(  # noqa: PLR0917 - the positional order SPEC §7 fixes
         A ``TrioCall``: use it with ``async with`` and ``async for``.
 
     Raises:
-        ValueError: a bad URL, payload or timeout (at once, not on iteration).
+        ValueError: a bad URL, payload, dialect or timeout (at once, not on
+            iteration); a Gemini payload without a model.
     """
     if receive_size < 1:
         raise ValueError(f"receive_size must be >= 1, got {receive_size!r}")
-    request = build_request(base_url, payload, api_key, headers)
-    driver = StreamDriver(first_byte_timeout=first_byte_timeout, idle_timeout=idle_timeout, retry=retry, strict=strict)
+    request = build_request(base_url, payload, api_key, headers, dialect)
+    driver = StreamDriver(
+        first_byte_timeout=first_byte_timeout, idle_timeout=idle_timeout, retry=retry, strict=strict, dialect=dialect
+    )
     return TrioCall(request, driver, ssl_context=ssl_context, receive_size=receive_size)
 
 

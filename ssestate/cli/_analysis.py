@@ -11,8 +11,12 @@ parsers tolerate silently: a BOM, lone CRs, unknown fields, invalid UTF-8.
 A body that is not an event stream (by status or content type) is handed
 to the chat layer whole, as an HTTP client would.
 
-A stream none of whose events looks like chat completions (no ``[DONE]``,
-no ``choices``, no ``error``, no ``event: error``) is a *plain* event
+The chat layer reads the API the caller names, or tells it from the first
+payload (``dialect="auto"``, the default): Chat Completions, the Responses
+API, Anthropic Messages or Gemini; the report names the one it read.  A
+stream none of whose events looks like one of them (no ``[DONE]``, no
+``choices``, no ``error``, no ``event: error``, no event type of the
+Responses API or Anthropic, no Gemini candidates) is a *plain* event
 stream: it is reported by its events, and the chat layer's view of it (no
 choice ever started) is left out.  Otherwise the chat layer decides the
 outcome, and every outcome but "complete" comes with a reason naming the
@@ -59,6 +63,16 @@ __all__ = [
 _LINE_END = re.compile(rb"\r\n|\r|\n")
 _FIELDS = ("data", "event", "id", "retry")
 _ERROR_REASONS = ("error", "insufficient_system_resource")
+# The end marker of each API, as the problems name it (Gemini has none).
+_END_MARKERS = {
+    "openai-chat": "[DONE]",
+    "anthropic": "message_stop",
+    "openai-responses": "a terminal response event",
+    "auto": "[DONE]",  # no payload told the API: Chat Completions, the default
+}
+# The APIs whose stream may be complete without its end marker, which then
+# deserves a warning (the Responses API cannot end complete without it).
+_MARKER_WARNED = ("openai-chat", "anthropic")
 
 
 @dataclasses.dataclass
@@ -73,6 +87,8 @@ class Report:
     """Everything ``analyse`` found.
 
     Attributes:
+        dialect: the API asked for (``auto`` by default); ``chat.dialect``
+            names the one read.
         plain: a plain event stream (no chat-completion payloads).
         timeline: the chat events with the offset where each became available.
         events: the same for what ``EventStreamParser`` handed out
@@ -93,6 +109,7 @@ class Report:
     outcome: str
     reason: str | None
     note: str = ""
+    dialect: str = "auto"
 
 
 def choices_text(indexes: list[int]) -> str:
@@ -175,44 +192,67 @@ def _scan_bytes(body: bytes, problems: list[Problem]) -> None:
         problems.append(Problem("warning", at, f"unknown field {name[:40]!r}: SSE parsers ignore the line"))
 
 
+# The payload ``type`` words of the Anthropic Messages stream.
+_ANTHROPIC_TYPES = frozenset(
+    {
+        "message_start",
+        "message_delta",
+        "message_stop",
+        "ping",
+        "error",
+        "content_block_start",
+        "content_block_delta",
+        "content_block_stop",
+    }
+)
+
+
 def _looks_like_chat(event: ServerSentEvent, data: str, parsed: object) -> bool:
+    """Whether an event is one of a chat API's (any of the four)."""
     if data == "[DONE]" or event.event == "error":
         return True
     if not isinstance(parsed, dict):
         return False
     kind = parsed.get("object")
-    return any(key in parsed for key in ("choices", "error", "usage")) or (
-        isinstance(kind, str) and kind.startswith("chat.completion")
+    typed = parsed.get("type")
+    return (
+        any(key in parsed for key in ("choices", "error", "usage", "candidates", "promptFeedback", "usageMetadata"))
+        or (isinstance(kind, str) and kind.startswith("chat.completion"))
+        or (isinstance(typed, str) and (typed.startswith("response.") or typed in _ANTHROPIC_TYPES))
     )
 
 
-def _cut_text(truncated: Truncated) -> str:
+def _cut_text(truncated: Truncated, dialect: str = "openai-chat") -> str:
     if truncated.reason == "partial-event":
         lost = count_of(truncated.pending, "byte")
         return f"the body ends inside an event ({lost} of it {'is' if truncated.pending == 1 else 'are'} lost)"
-    return "the body ended without [DONE]"
+    marker = _END_MARKERS.get(dialect)
+    return f"the body ended without {marker}" if marker else "the body ended"
 
 
-def _ending(acc: Accumulator, timeline: list[tuple[int, ChatEvent]]) -> Problem | None:
-    """The problem with how a chat stream ended, naming the unfinished choices."""
+def _ending(acc: Accumulator, timeline: list[tuple[int, ChatEvent]], dialect: str) -> Problem | None:
+    """The problem with how a chat stream of ``dialect`` ended, naming the
+    unfinished choices."""
+    marker = _END_MARKERS.get(dialect, "the end marker")
     unfinished = sorted(i for i, c in acc.choices.items() if c.finish_reason is None)
     for offset, ev in timeline:
         if isinstance(ev, Truncated):
             if not acc.choices:
-                return Problem("error", offset, f"truncated: {_cut_text(ev)} before any choice started")
+                return Problem("error", offset, f"truncated: {_cut_text(ev, dialect)} before any choice started")
             if unfinished:
+                cut = _cut_text(ev, dialect)
                 return Problem(
-                    "error", offset, f"truncated: {_cut_text(ev)} while {choices_text(unfinished)} had no finish_reason"
+                    "error", offset, f"truncated: {cut} while {choices_text(unfinished)} had no finish_reason"
                 )
             return Problem(
                 "warning",
                 offset,
-                f"{_cut_text(ev)}, after every choice had finished (only trailing bytes, such as a usage chunk "
-                "or [DONE], are lost)",
+                f"{_cut_text(ev, dialect)}, after every choice had finished (only trailing bytes, such as a usage "
+                f"chunk or {marker}, are lost)",
             )
         if isinstance(ev, Done) and unfinished:
             return Problem(
-                "error", offset, f"truncated: [DONE] arrived while {choices_text(unfinished)} had no finish_reason"
+                "error", offset, f"truncated: {marker} arrived while {choices_text(unfinished)} had no finish_reason"
             )
     return None
 
@@ -239,15 +279,16 @@ def _reason(acc: Accumulator, ending: Problem | None) -> str | None:
     return None
 
 
-def analyse(body: bytes, status: int, content_type: str | None) -> Report:
-    """Feed ``body`` line by line and collect the timeline and problems."""
+def analyse(body: bytes, status: int, content_type: str | None, dialect: str = "auto") -> Report:
+    """Feed ``body`` line by line, read as ``dialect`` (see ``ChatStream``),
+    and collect the timeline and problems."""
     note = ""
     if content_type is None:
         content_type, why = _guess_content_type(body)
         if why:
             note = f"the body is not an event stream ({why}); read as {content_type} (--content-type overrides"
             note += ", --status gives the real status)" if status == 200 else ")"
-    chat = ChatStream(status, content_type, strict=False)
+    chat = ChatStream(status, content_type, strict=False, dialect=dialect)
     acc = Accumulator()
     problems: list[Problem] = []
     skipped: list[Problem] = []  # payloads a strict reader refuses: chat streams only
@@ -315,12 +356,14 @@ def analyse(body: bytes, status: int, content_type: str | None) -> Report:
         reason = None if cut is None else _cut_text(cut)
     else:
         problems += skipped
-        if streaming and done_at is None and body and acc.outcome == "complete":
+        marker = _END_MARKERS.get(chat.dialect)
+        ended = done_at is not None or any(isinstance(ev, Done) and ev.sentinel for _, ev in timeline)
+        if streaming and chat.dialect in _MARKER_WARNED and not ended and body and acc.outcome == "complete":
             problems.append(
                 Problem(
                     "warning",
                     len(body),
-                    "no [DONE]: the stream just ended (every choice had finished, so the answer is complete)",
+                    f"no {marker}: the stream just ended (every choice had finished, so the answer is complete)",
                 )
             )
         if after_done:
@@ -331,7 +374,7 @@ def analyse(body: bytes, status: int, content_type: str | None) -> Report:
                     f"{count_of(len(after_done), 'event')} after [DONE]: ignored by clients that stop there",
                 )
             )
-        ending = _ending(acc, timeline)
+        ending = _ending(acc, timeline, chat.dialect)
         if ending is not None:
             problems.append(ending)
         for offset, ev in timeline:
@@ -347,7 +390,9 @@ def analyse(body: bytes, status: int, content_type: str | None) -> Report:
                 "fails on this stream"
             )
     problems.sort(key=lambda pr: pr.offset if pr.offset is not None else len(body))
-    return Report(status, content_type, streaming, plain, timeline, events, problems, acc, chat, outcome, reason, note)
+    return Report(
+        status, content_type, streaming, plain, timeline, events, problems, acc, chat, outcome, reason, note, dialect
+    )
 
 
 def fixed_chunks(body: bytes, size: int) -> list[bytes]:
@@ -381,7 +426,7 @@ def refeed(report: Report, chunks: list[bytes]) -> list[object]:
             events += drain_framing(parser)
         parser.receive_data(b"")
         return events + drain_framing(parser)
-    chat = ChatStream(report.status, report.content_type, strict=False)
+    chat = ChatStream(report.status, report.content_type, strict=False, dialect=report.dialect)
     for chunk in chunks:
         chat.receive_data(chunk)
         events += drain_chat(chat)

@@ -159,12 +159,17 @@ def short(text: str, limit: int = 60) -> str:
 # -- how a stream ended ------------------------------------------------------------
 
 
-def describe_outcome(acc: Accumulator) -> tuple[str, str]:
-    """(text, colour) for how a stream ended."""
+# The end marker of each API that may end complete without it.
+_MARKERS = {"openai-chat": "[DONE]", "anthropic": "message_stop"}
+
+
+def describe_outcome(acc: Accumulator, dialect: str = "openai-chat") -> tuple[str, str]:
+    """(text, colour) for how a stream of ``dialect`` ended."""
     outcome = acc.outcome
     reasons = sorted({c.finish_reason for c in acc.choices.values() if c.finish_reason})
     if outcome == "complete":
-        sentinel = "" if acc.done is None or acc.done.sentinel else ", no [DONE]"
+        marker = _MARKERS.get(dialect)
+        sentinel = f", no {marker}" if marker and acc.done is not None and not acc.done.sentinel else ""
         return f"✓ complete (finish_reason {', '.join(reasons) or '-'}{sentinel})", "green"
     if outcome == "length":
         return "✂ cut by max_tokens (finish_reason length)", "yellow"

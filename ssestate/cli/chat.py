@@ -3,7 +3,11 @@
 Theory of operation
 -------------------
 One request through the standard-library adapter (``ssestate.adapters.
-sync``), with idle timeouts and retries before any output.  The answer goes
+sync``), with idle timeouts and retries before any output, in the shape of
+the API ``--dialect`` names (Chat Completions by default, the Responses
+API, Anthropic Messages or Gemini: ``_payload`` writes the prompt, the
+system message and the limits where each API takes them; the adapter adds
+the path, the auth header and the streaming options).  The answer goes
 to stdout as it arrives; reasoning, refusals and tool calls go to stderr,
 so that ``ssestate chat ... > answer.txt`` keeps only the answer.  With
 several choices (n>1) the first one seen is shown live and each other one
@@ -42,25 +46,54 @@ from ._common import (
 
 __all__ = ["add_parser", "run"]
 
+# The environment variable each API's own SDK reads the key from.
+KEY_VARIABLES = {
+    "openai-chat": "OPENAI_API_KEY",
+    "openai-responses": "OPENAI_API_KEY",
+    "anthropic": "ANTHROPIC_API_KEY",
+    "gemini": "GEMINI_API_KEY",
+}
+ANTHROPIC_MAX_TOKENS = 1024  # the Messages API refuses a request without max_tokens
+
 
 def add_parser(sub: SubParsers) -> None:
     chat = sub.add_parser(
         "chat",
         help="stream a chat completion from a real endpoint",
-        description="Send one prompt to an OpenAI-compatible endpoint and print the answer as it streams. "
-        "The API key comes from $OPENAI_API_KEY (or the variable --api-key-env names); without one no "
-        "Authorization header is sent.  Reasoning and tool calls go to stderr, the answer to stdout.  "
+        description="Send one prompt to an OpenAI-compatible endpoint, or to the Responses API, Anthropic "
+        "Messages or Gemini (--dialect), and print the answer as it streams.  The API key comes from "
+        "$OPENAI_API_KEY ($ANTHROPIC_API_KEY for anthropic, $GEMINI_API_KEY for gemini), or the variable "
+        "--api-key-env names; without one no key is sent.  Reasoning and tool calls go to stderr, the "
+        "answer to stdout.  "
         "Ctrl-C cancels at once and closes the connection (exit status 130).",
         epilog="example:\n  OPENAI_API_KEY=sk-... ssestate chat --base-url https://api.openai.com/v1 "
-        '--model gpt-4o-mini "Hi"\n  ssestate chat --base-url http://127.0.0.1:8000/v1 --model cjk "Hello" --stats',
+        '--model gpt-4o-mini "Hi"\n  ssestate chat --base-url http://127.0.0.1:8000/v1 --model cjk "Hello" --stats'
+        '\n  ssestate chat --dialect anthropic --base-url https://api.anthropic.com/v1 --model claude-sonnet-4-5 "Hi"'
+        "\n  ssestate chat --dialect gemini --base-url https://generativelanguage.googleapis.com/v1beta "
+        '--model gemini-2.5-flash "Hi"',
         formatter_class=Formatter,
     )
     chat.add_argument("prompt", help="the user message (- reads it from stdin)")
     chat.add_argument("--base-url", required=True, metavar="URL", help="e.g. https://api.openai.com/v1")
     chat.add_argument("--model", required=True, metavar="M", help="model name")
-    chat.add_argument("--api-key-env", metavar="NAME", help="read the API key from $NAME (default: OPENAI_API_KEY)")
+    chat.add_argument(
+        "--dialect",
+        choices=list(KEY_VARIABLES),
+        default="openai-chat",
+        help="the API of the endpoint (default: openai-chat)",
+    )
+    chat.add_argument(
+        "--api-key-env",
+        metavar="NAME",
+        help="read the API key from $NAME (default: the dialect's usual variable, OPENAI_API_KEY for the OpenAI APIs)",
+    )
     chat.add_argument("--system", metavar="TEXT", help="a system message")
-    chat.add_argument("--max-tokens", type=positive_int, metavar="N", help="max_tokens")
+    chat.add_argument(
+        "--max-tokens",
+        type=positive_int,
+        metavar="N",
+        help="the answer's token limit (max_tokens; anthropic needs one: default 1024)",
+    )
     chat.add_argument("--temperature", type=float, metavar="T", help="temperature")
     chat.add_argument(
         "--timeout", type=positive_float, default=60.0, metavar="S", help="first-byte and idle timeout (default: 60)"
@@ -84,7 +117,7 @@ def add_parser(sub: SubParsers) -> None:
 
 
 def run(args: argparse.Namespace, out: Out) -> int:
-    env = args.api_key_env or "OPENAI_API_KEY"
+    env = args.api_key_env or KEY_VARIABLES[args.dialect]
     key = os.environ.get(env) or None
     if args.api_key_env and key is None:
         raise UsageError(f"the environment variable {env} is not set or empty")
@@ -93,14 +126,7 @@ def run(args: argparse.Namespace, out: Out) -> int:
         prompt = sys.stdin.read() if sys.stdin is not None else ""
     if not prompt.strip():
         raise UsageError("the prompt is empty")
-    messages = [{"role": "user", "content": prompt}]
-    if args.system:
-        messages.insert(0, {"role": "system", "content": args.system})
-    payload: dict[str, Any] = {"model": args.model, "messages": messages}
-    if args.max_tokens is not None:
-        payload["max_tokens"] = args.max_tokens
-    if args.temperature is not None:
-        payload["temperature"] = args.temperature
+    payload = _payload(args, prompt)
     headers = []
     for item in args.header:
         name, colon, value = item.partition(":")
@@ -116,6 +142,7 @@ def run(args: argparse.Namespace, out: Out) -> int:
             first_byte_timeout=args.timeout,
             idle_timeout=args.timeout,
             retry=RetryPolicy(max_retries=args.retries) if args.retries > 0 else None,
+            dialect=args.dialect,
         )
     except ValueError as exc:
         raise UsageError(str(exc)) from None
@@ -145,10 +172,50 @@ def run(args: argparse.Namespace, out: Out) -> int:
     screen.others(acc)
     stats()
     if acc.outcome != "complete":
-        text, _ = describe_outcome(acc)
+        text, _ = describe_outcome(acc, args.dialect)
         out.err(f"ssestate chat: {text.lstrip('✓✗✂? ')}")
         return EXIT_OUTCOME
     return EXIT_OK
+
+
+def _payload(args: argparse.Namespace, prompt: str) -> dict[str, Any]:
+    """The request body of one prompt in the shape of the API of
+    ``args.dialect``, with the options of ``args`` (the adapter adds what
+    makes it stream)."""
+    dialect, system, max_tokens, temperature = args.dialect, args.system, args.max_tokens, args.temperature
+    payload: dict[str, Any] = {"model": args.model}
+    if dialect == "gemini":
+        payload["contents"] = [{"role": "user", "parts": [{"text": prompt}]}]
+        if system:
+            payload["systemInstruction"] = {"parts": [{"text": system}]}
+        config: dict[str, Any] = {}
+        if max_tokens is not None:
+            config["maxOutputTokens"] = max_tokens
+        if temperature is not None:
+            config["temperature"] = temperature
+        if config:
+            payload["generationConfig"] = config
+        return payload
+    if dialect == "openai-responses":
+        payload["input"] = prompt
+        if system:
+            payload["instructions"] = system
+        if max_tokens is not None:
+            payload["max_output_tokens"] = max_tokens
+    elif dialect == "anthropic":
+        payload["messages"] = [{"role": "user", "content": prompt}]
+        if system:
+            payload["system"] = system
+        payload["max_tokens"] = max_tokens if max_tokens is not None else ANTHROPIC_MAX_TOKENS
+    else:
+        payload["messages"] = [{"role": "user", "content": prompt}]
+        if system:
+            payload["messages"].insert(0, {"role": "system", "content": system})
+        if max_tokens is not None:
+            payload["max_tokens"] = max_tokens
+    if temperature is not None:
+        payload["temperature"] = temperature
+    return payload
 
 
 class _Screen:

@@ -59,14 +59,24 @@ from ._common import (
 
 __all__ = ["add_parser", "run"]
 
+DIALECTS = ["auto", "openai-chat", "openai-responses", "anthropic", "gemini"]
+API_NAMES = {
+    "openai-chat": "OpenAI Chat Completions",
+    "openai-responses": "OpenAI Responses API",
+    "anthropic": "Anthropic Messages",
+    "gemini": "Gemini",
+}
+
 
 def add_parser(sub: SubParsers) -> None:
     inspect = sub.add_parser(
         "inspect",
         help="explain a captured stream body and flag its problems",
-        description="Read a captured response body (a file, or - for stdin), print a timeline of the chat "
+        description="Read a captured response body (a file, or - for stdin) of OpenAI Chat Completions, the "
+        "Responses API, Anthropic Messages or Gemini (told from the first payload, or --dialect), say "
+        "which, print a timeline of the chat "
         "events with the byte offset where each became available, the final message and every problem "
-        "found: no [DONE], a truncated stream, non-JSON data, a stray BOM, lone-CR line endings, "
+        "found: no end marker, a truncated stream, non-JSON data, a stray BOM, lone-CR line endings, "
         "unknown fields, invalid UTF-8, events after [DONE], errors; every outcome but complete "
         "comes with its reason.  A plain event stream (no chat-completion payloads) is summarised "
         "by its events.\n\n"
@@ -95,11 +105,22 @@ def add_parser(sub: SubParsers) -> None:
         metavar="TYPE",
         help="Content-Type of the capture (default: text/event-stream, or JSON/HTML when the body looks so)",
     )
+    inspect.add_argument(
+        "--dialect",
+        choices=DIALECTS,
+        default="auto",
+        help="the API the capture comes from (default: auto, told from the first payload)",
+    )
     inspect.add_argument("-q", "--quiet", action="store_true", help="print only problems and the outcome")
 
 
-def _describe_event(ev: ChatEvent) -> tuple[str, str, str]:
-    """(kind, detail, colour) of one event for the timeline."""
+# How the timeline names the end marker of each API (Gemini has none).
+_MARKER_NAMES = {"openai-chat": "[DONE]", "anthropic": "message_stop", "openai-responses": "the terminal event"}
+
+
+def _describe_event(ev: ChatEvent, dialect: str = "openai-chat") -> tuple[str, str, str]:
+    """(kind, detail, colour) of one event for the timeline of a stream of
+    ``dialect``."""
     if isinstance(ev, Delta):
         parts = []
         if ev.role:
@@ -115,11 +136,15 @@ def _describe_event(ev: ChatEvent) -> tuple[str, str, str]:
         head = " ".join(x for x in (ev.id, ev.name) if x)
         return "ToolCallFragment", f"#{ev.choice}.{ev.index} {head + ' ' if head else ''}{short(ev.arguments)}", "cyan"
     if isinstance(ev, Finish):
-        return "Finish", f"#{ev.choice} {ev.reason}", "blue"
+        native = f" ({ev.native})" if ev.native is not None and ev.native != ev.reason else ""
+        return "Finish", f"#{ev.choice} {ev.reason}{native}", "blue"
     if isinstance(ev, Usage):
         return "Usage", f"prompt {ev.prompt_tokens} + completion {ev.completion_tokens} = {ev.total_tokens}", "blue"
     if isinstance(ev, Done):
-        return "Done", "[DONE]" if ev.sentinel else "(clean end of stream, no [DONE])", "green"
+        marker = _MARKER_NAMES.get(dialect)
+        if ev.sentinel:
+            return "Done", marker or "end marker", "green"
+        return "Done", f"(clean end of stream, no {marker})" if marker else "(clean end of stream)", "green"
     if isinstance(ev, Heartbeat):
         return "Heartbeat", short(ev.comment), "dim"
     if isinstance(ev, Truncated):
@@ -168,7 +193,7 @@ Results = list[tuple[str, int, bool, str]]
 def run(args: argparse.Namespace, out: Out) -> int:
     body, label = _read_input(args.file)
     try:
-        report = analyse(body, args.status, args.content_type)
+        report = analyse(body, args.status, args.content_type, args.dialect)
     except ProtocolError as exc:
         out.err(f"ssestate inspect: the capture cannot be parsed: {exc}")
         return EXIT_OUTCOME
@@ -218,6 +243,7 @@ def _inspect_json(out: Out, report: Report, results: Results) -> None:
         "outcome": report.outcome,
         "reason": report.reason,
         "stream": "plain" if report.plain else "chat",
+        "dialect": None if report.plain else report.chat.dialect,
         "status": report.status,
         "content_type": report.content_type,
     }
@@ -293,11 +319,16 @@ def _inspect_text(
         out.line(p(f"note: {report.note}", "yellow"))
     if report.plain:
         out.line(_plain_summary(report))
+    else:
+        name = API_NAMES.get(report.chat.dialect)
+        how = "detected" if report.dialect == "auto" else "as told"
+        out.line(f"API: {name} ({how})" if name else "API: not told (no payload names one)")
     if not args.quiet:
         if report.plain:
             _timeline(out, [(offset, _describe_sse(ev)) for offset, ev in report.events])
         else:
-            _timeline(out, [(offset, _describe_event(ev)) for offset, ev in report.timeline])
+            dialect = report.chat.dialect
+            _timeline(out, [(offset, _describe_event(ev, dialect)) for offset, ev in report.timeline])
             _final_message(out, report)
     if report.problems:
         out.line(p(f"problems ({len(report.problems)})", "bold"))
