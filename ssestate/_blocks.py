@@ -132,6 +132,20 @@ class BlockReader:
         (``data_only``: see ``EventStreamParser.feed_data``).  Returns the
         offset where an event that outgrew the limit starts, having read
         the lines before it; None when every event fits."""
+        if (
+            not self.open
+            and len(lines) < HUGE
+            and lines.endswith(b"\n\n")
+            and 13 not in lines
+            and len(lines) <= self.limit
+            and (
+                (lines.startswith(b"data: ") and self._plain(lines, out, data_only))
+                or (lines.startswith(b"event: ") and self._typed(lines, out, data_only))
+            )
+        ):
+            # The usual batch, whole blocks of one shape from its first byte
+            # to its last: nothing else to do.
+            return None
         lf = lines.replace(b"\r\n", b"\n").replace(b"\r", b"\n") if 13 in lines else lines
         if (
             data_only

@@ -132,16 +132,13 @@ def until_error(machine: Machine, chunks: Iterable[bytes]) -> tuple[list[Any], R
     ``RemoteProtocolError`` that stopped it, if one did."""
     got: list[Any] = []
     try:
-        for chunk in chunks:
+        for chunk in [*chunks, b""]:
             machine.receive_data(chunk)
             while (event := machine.next_event()) is not NEED_DATA:
-                assert event is not CLOSED, f"CLOSED before end of stream after {got!r}"
                 got.append(event)
-        machine.receive_data(b"")
-        while (event := machine.next_event()) is not NEED_DATA:
-            got.append(event)
-            if event is CLOSED:
-                return got, None
+                if event is CLOSED:
+                    assert not chunk, f"CLOSED before end of stream after {got!r}"
+                    return got, None
     except RemoteProtocolError as exc:
         return got, exc
     raise AssertionError(f"NEED_DATA after end of stream after {got!r}")

@@ -156,6 +156,58 @@ def short(text: str, limit: int = 60) -> str:
     return r if len(r) <= limit else r[: limit - 2] + '…"'
 
 
+# -- a request in the shape of each API ---------------------------------------------
+
+ANTHROPIC_MAX_TOKENS = 1024  # the Messages API refuses a request without max_tokens
+
+
+def request_body(
+    dialect: str,
+    model: str,
+    prompt: str,
+    *,
+    system: str | None = None,
+    max_tokens: int | None = None,
+    temperature: float | None = None,
+) -> dict[str, Any]:
+    """The body of a one-prompt request to the API of ``dialect``, with the
+    system message and limits where that API takes them (the adapter adds
+    what makes it stream, and takes Gemini's model into the path)."""
+    payload: dict[str, Any] = {"model": model}
+    if dialect == "gemini":
+        payload["contents"] = [{"role": "user", "parts": [{"text": prompt}]}]
+        if system:
+            payload["systemInstruction"] = {"parts": [{"text": system}]}
+        config: dict[str, Any] = {}
+        if max_tokens is not None:
+            config["maxOutputTokens"] = max_tokens
+        if temperature is not None:
+            config["temperature"] = temperature
+        if config:
+            payload["generationConfig"] = config
+        return payload
+    if dialect == "openai-responses":
+        payload["input"] = prompt
+        if system:
+            payload["instructions"] = system
+        if max_tokens is not None:
+            payload["max_output_tokens"] = max_tokens
+    elif dialect == "anthropic":
+        payload["messages"] = [{"role": "user", "content": prompt}]
+        if system:
+            payload["system"] = system
+        payload["max_tokens"] = max_tokens if max_tokens is not None else ANTHROPIC_MAX_TOKENS
+    else:
+        payload["messages"] = [{"role": "user", "content": prompt}]
+        if system:
+            payload["messages"].insert(0, {"role": "system", "content": system})
+        if max_tokens is not None:
+            payload["max_tokens"] = max_tokens
+    if temperature is not None:
+        payload["temperature"] = temperature
+    return payload
+
+
 # -- how a stream ended ------------------------------------------------------------
 
 

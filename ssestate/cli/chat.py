@@ -5,7 +5,7 @@ Theory of operation
 One request through the standard-library adapter (``ssestate.adapters.
 sync``), with idle timeouts and retries before any output, in the shape of
 the API ``--dialect`` names (Chat Completions by default, the Responses
-API, Anthropic Messages or Gemini: ``_payload`` writes the prompt, the
+API, Anthropic Messages or Gemini: ``request_body`` writes the prompt, the
 system message and the limits where each API takes them; the adapter adds
 the path, the auth header and the streaming options).  The answer goes
 to stdout as it arrives; reasoning, refusals and tool calls go to stderr,
@@ -24,7 +24,6 @@ import argparse
 import http.client
 import os
 import sys
-from typing import Any
 
 from .. import Accumulator, Delta, Heartbeat, ProtocolError, RetryPolicy, StreamTimeout, ToolCallFragment
 from ..adapters import sync
@@ -41,6 +40,7 @@ from ._common import (
     describe_outcome,
     positive_float,
     positive_int,
+    request_body,
     stats_line,
 )
 
@@ -53,7 +53,6 @@ KEY_VARIABLES = {
     "anthropic": "ANTHROPIC_API_KEY",
     "gemini": "GEMINI_API_KEY",
 }
-ANTHROPIC_MAX_TOKENS = 1024  # the Messages API refuses a request without max_tokens
 
 
 def add_parser(sub: SubParsers) -> None:
@@ -126,7 +125,9 @@ def run(args: argparse.Namespace, out: Out) -> int:
         prompt = sys.stdin.read() if sys.stdin is not None else ""
     if not prompt.strip():
         raise UsageError("the prompt is empty")
-    payload = _payload(args, prompt)
+    payload = request_body(
+        args.dialect, args.model, prompt, system=args.system, max_tokens=args.max_tokens, temperature=args.temperature
+    )
     headers = []
     for item in args.header:
         name, colon, value = item.partition(":")
@@ -176,46 +177,6 @@ def run(args: argparse.Namespace, out: Out) -> int:
         out.err(f"ssestate chat: {text.lstrip('✓✗✂? ')}")
         return EXIT_OUTCOME
     return EXIT_OK
-
-
-def _payload(args: argparse.Namespace, prompt: str) -> dict[str, Any]:
-    """The request body of one prompt in the shape of the API of
-    ``args.dialect``, with the options of ``args`` (the adapter adds what
-    makes it stream)."""
-    dialect, system, max_tokens, temperature = args.dialect, args.system, args.max_tokens, args.temperature
-    payload: dict[str, Any] = {"model": args.model}
-    if dialect == "gemini":
-        payload["contents"] = [{"role": "user", "parts": [{"text": prompt}]}]
-        if system:
-            payload["systemInstruction"] = {"parts": [{"text": system}]}
-        config: dict[str, Any] = {}
-        if max_tokens is not None:
-            config["maxOutputTokens"] = max_tokens
-        if temperature is not None:
-            config["temperature"] = temperature
-        if config:
-            payload["generationConfig"] = config
-        return payload
-    if dialect == "openai-responses":
-        payload["input"] = prompt
-        if system:
-            payload["instructions"] = system
-        if max_tokens is not None:
-            payload["max_output_tokens"] = max_tokens
-    elif dialect == "anthropic":
-        payload["messages"] = [{"role": "user", "content": prompt}]
-        if system:
-            payload["system"] = system
-        payload["max_tokens"] = max_tokens if max_tokens is not None else ANTHROPIC_MAX_TOKENS
-    else:
-        payload["messages"] = [{"role": "user", "content": prompt}]
-        if system:
-            payload["messages"].insert(0, {"role": "system", "content": system})
-        if max_tokens is not None:
-            payload["max_tokens"] = max_tokens
-    if temperature is not None:
-        payload["temperature"] = temperature
-    return payload
 
 
 class _Screen:
