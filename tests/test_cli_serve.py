@@ -15,7 +15,7 @@ import pytest
 from cli_helpers import TIMEOUT, Served, accumulate, call, run, serving
 
 from ssestate import Accumulator
-from ssestate.testing import SCENARIOS, expected_outcome, random_choice, scenario
+from ssestate.testing import PATHS, SCENARIOS, expected_outcome, random_choice, scenario
 
 pytestmark = pytest.mark.network
 
@@ -38,6 +38,32 @@ def _post(served: Served, body: object, headers: dict[str, str] | None = None) -
 def test_serve_banner_has_url_and_a_curl_hint(served: Served) -> None:
     assert served.banner[1].startswith(f"  try: curl -N {served.url}/chat/completions ")
     assert "Ctrl-C stops" in served.banner[2]
+
+
+def test_serve_banner_lists_the_paths_it_answers() -> None:
+    with serving("--quiet", "--speed", "1000") as served:
+        assert served.next_line() == "  answers:"
+        lines = [served.next_line() for _ in PATHS]
+        _every_path_answers(served)
+    assert [line.split()[:2] for line in lines] == [
+        ["POST", "/v1/chat/completions"],
+        ["POST", "/v1/responses"],
+        ["POST", "/v1/messages"],
+        ["POST", "/v1beta/models/{model}:streamGenerateContent?alt=sse"],
+        ["GET", "/v1/models,"],
+    ]
+    assert lines[2].endswith("Anthropic Messages")
+
+
+def _every_path_answers(served: Served) -> None:
+    for path, api in PATHS:
+        method, _, where = path.partition(" ")
+        where = where.split(",")[0].replace("{model}", "text").strip()
+        conn = http.client.HTTPConnection("127.0.0.1", served.port, timeout=30)
+        conn.request(method, where, body=b'{"max_tokens": 5}' if method == "POST" else None)
+        response = conn.getresponse()
+        response.read()
+        assert response.status == 200, (path, api)
 
 
 @pytest.mark.parametrize("name", ["crlf", "cjk", "no-done", "error-401", "downgrade"])
@@ -206,4 +232,4 @@ def test_serve_stops_on_sigterm() -> None:
     server = Served("--quiet")
     server.proc.send_signal(signal.SIGTERM)
     assert server.proc.wait(TIMEOUT) == 0
-    assert server.next_line() == "ssestate serve: stopped"
+    assert server.wait_for_line("^ssestate serve") == "ssestate serve: stopped"

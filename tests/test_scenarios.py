@@ -75,6 +75,8 @@ def test_catalogue_is_complete() -> None:
         "no-done",
         "error-503",
         "error-401",
+        "overloaded",
+        "error-mid-stream",
         "downgrade",
         "heartbeat-silence",
         "crlf",
@@ -319,8 +321,9 @@ def test_no_done() -> None:
 
 @pytest.mark.parametrize(
     ("name", "status", "ctype"),
-    [("error-503", 503, "text/html"), ("error-401", 401, "application/json; charset=utf-8")],
-)
+    [("error-503", 503, "text/html"), ("error-401", 401, "application/json; charset=utf-8"),
+     ("overloaded", 503, "application/json")],
+)  # fmt: skip
 def test_error_heads(name: str, status: int, ctype: str) -> None:
     script = scenario(name, 0)
     assert (script.status, script.content_type, script.chunked) == (status, ctype, False)
@@ -391,7 +394,8 @@ def test_every_script_knows_its_outcome(
     streamed = script.content_type.startswith("text/event-stream")
     if streamed:
         assert stream or random_choice(seed) == "drop-mid-event" or name == "drop-mid-event"
-        assert (acc.usage is not None) == include_usage or acc.outcome == "truncated"
+        # a stream cut or failed half-way never got to its usage
+        assert (acc.usage is not None) == include_usage or acc.outcome in ("truncated", "error")
 
 
 @pytest.mark.parametrize("name", [n for n in FIXED if OUTCOMES[n] in ("complete", "length") and n != "downgrade"])
@@ -417,7 +421,7 @@ def test_no_stream_keeps_the_faults() -> None:
     assert silence.chunked
     assert _writes(silence)[:3] == [b"\n", b"\n", b"\n"]
     assert json.loads(silence.body())["choices"][0]["finish_reason"] == "stop"
-    for name in ("error-503", "error-401", "downgrade"):
+    for name in ("error-503", "error-401", "overloaded", "downgrade"):
         assert scenario(name, 0, stream=False).body() == scenario(name, 0).body()
 
 
@@ -460,7 +464,12 @@ def test_max_tokens_between_and_inside_tool_calls() -> None:
 def test_two_tokens_at_most(name: str, stream: bool) -> None:
     script = scenario(name, 1, math.inf, stream=stream, max_tokens=2)
     _, acc = _play(script)
-    faults = {"error-503": "error", "error-401": "error", "drop-mid-event": "truncated" if stream else "error"}
+    faults = {
+        "error-503": "error",
+        "error-401": "error",
+        "overloaded": "error",
+        "drop-mid-event": "truncated" if stream else "error",
+    }
     assert acc.outcome == script.outcome == faults.get(name, "length")
     if acc.usage is not None:
         assert acc.usage.completion_tokens <= 2 * len(acc.choices)

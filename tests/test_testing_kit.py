@@ -22,7 +22,7 @@ import pytest
 from hypothesis import Phase, find, given, settings
 from hypothesis import strategies as st
 
-from ssestate import CLOSED, Accumulator, ChatStream
+from ssestate import CLOSED, Accumulator, ChatStream, StreamError
 from ssestate.testing import strategies
 from ssestate.testing.strategies import ChatCase, chat_streams, chunkings, cut_at, mutated_streams
 
@@ -207,6 +207,77 @@ def test_expected_messages_are_what_the_accumulator_gives_back(case: ChatCase) -
     assert {i: case.expected.message(i) for i in case.expected.choices} == {i: acc.message(i) for i in acc.choices}
 
 
+API_HAZARDS: dict[str, dict[str, Callable[[ChatCase], bool]]] = {
+    "openai-responses": {
+        "keepalive": lambda c: "keepalive" in c.heartbeats,
+        "response.incomplete": lambda c: b"event: response.incomplete\n" in c.body,
+        "arguments only in .done": lambda c: b"arguments.done" in c.body and b"arguments.delta" not in c.body,
+        "nested error": lambda c: b'"type":"error","sequence_number"' in c.body,
+        "flat error": lambda c: b'"type":"error","code"' in c.body,
+        "lost terminal event": lambda c: c.ending == "eof-before-done",
+    },
+    "anthropic": {
+        "ping": lambda c: "ping" in c.heartbeats,
+        "padded payload": lambda c: b'"            }' in c.body,
+        "tool without arguments": lambda c: b'"input":{}}}' in c.body and b'"partial_json":"{' not in c.body,
+        "refusal": lambda c: b'"stop_reason":"refusal"' in c.body,
+        "overloaded_error": lambda c: b"overloaded_error" in c.body,
+        "no message_stop after the stop reason": lambda c: c.ending == "clean-eof",
+    },
+    "gemini": {
+        "CRLF": lambda c: c.body.count(b"\n") == c.body.count(b"\r\n") > 0,
+        "raw JSON error lines": lambda c: b'\n{\n  "error"' in b"\n" + c.body,
+        "call without args": lambda c: any(
+            b'"functionCall": {"name": "' in b.raw and b'"args"' not in b.raw for b in c.blocks
+        ),
+        "no candidate index": lambda c: b'"candidates": [' in c.body and b'"index"' not in c.body,
+        "usageMetadata without counts": lambda c: b'"trafficType"' in c.body,
+        "two candidates": lambda c: len(c.expected.choices) > 1,
+    },
+}
+
+
+@pytest.mark.parametrize("dialect", list(API_HAZARDS))
+def test_chat_streams_of_each_api_draw_its_hazards(dialect: str) -> None:
+    for name, shows in API_HAZARDS[dialect].items():
+        assert shows(find(chat_streams(dialect), shows, settings=FIRST)), name
+
+
+def _read(dialect: str, chunks: list[bytes]) -> tuple[Accumulator, list[Any]]:
+    stream, acc, events = ChatStream(dialect=dialect), Accumulator(), []
+    for chunk in [*chunks, b""]:
+        events += stream.feed(chunk)
+    for event in events:
+        acc.feed(event)
+    return acc, events
+
+
+@pytest.mark.parametrize("dialect", list(API_HAZARDS))
+def test_chat_streams_of_each_api_read_back_as_expected(dialect: str) -> None:
+    @given(chat_streams(dialect), st.data())
+    def check(case: ChatCase, data: st.DataObject) -> None:
+        acc, events = _read(dialect, data.draw(chunkings(case.body)))
+        want = case.expected
+
+        def calls(choice: Any) -> list[tuple[int, str | None, str, str]]:
+            return [(t.index, t.id, t.name, t.arguments) for t in choice.tool_calls]
+
+        assert {i: (c.content, c.reasoning, c.finish_reason, calls(c)) for i, c in acc.choices.items()} == {
+            i: (c.content, c.reasoning, c.finish_reason, calls(c)) for i, c in want.choices.items()
+        }
+        assert acc.outcome == want.outcome
+        u = acc.usage
+        names = ("prompt_tokens", "completion_tokens", "total_tokens")
+        counts = (
+            None if u is None else dict(zip(names, (u.prompt_tokens, u.completion_tokens, u.total_tokens), strict=True))
+        )
+        assert counts == want.usage  # in OpenAI's words, for every API
+        errors = [(e.message, e.code, e.type) for e in events if type(e) is StreamError]
+        assert errors == ([] if want.error is None else [(want.error.message, want.error.code, want.error.type)])
+
+    check()
+
+
 def test_openai_shape_keeps_to_what_openai_sends() -> None:
     @settings(max_examples=max(10, settings().max_examples // 3))
     @given(chat_streams(openai_shape=True, faults=False))
@@ -228,7 +299,7 @@ def test_faults_can_be_left_out(case: ChatCase) -> None:
 
 @pytest.mark.parametrize(
     ("kwargs", "message"),
-    [({"dialect": "anthropic"}, "draws dialect 'openai-chat' only, not 'anthropic'"),
+    [({"dialect": "cohere"}, "draws dialect openai-chat, openai-responses, anthropic, gemini; not 'cohere'"),
      ({"max_choices": 0}, "max_choices must be at least 1, got 0")],
 )  # fmt: skip
 def test_chat_streams_refuses_what_it_cannot_draw(kwargs: dict[str, Any], message: str) -> None:

@@ -97,7 +97,14 @@ def test_serve_yields_a_base_url_and_stops_on_leaving() -> None:
 @pytest.mark.parametrize(
     ("kwargs", "message"),
     [
-        ({"dialect": "anthropic"}, "the test server speaks openai-chat; not 'anthropic' (yet)"),
+        (
+            {"dialect": "cohere"},
+            "the test server speaks openai-chat, openai-responses, anthropic, gemini; not 'cohere'",
+        ),
+        (
+            {"scenario": "n2", "dialect": "anthropic"},
+            "scenario 'n2' cannot be the default for dialect 'anthropic': it streams two choices",
+        ),
         ({"scenario": "nope"}, "unknown scenario 'nope'; choose one of: text, cjk"),
         ({"speed": 0.0}, "speed must be positive, got 0.0"),
         ({"speed": math.nan}, "speed must be positive, got nan"),
@@ -321,9 +328,13 @@ def test_the_openai_sdk_drives_every_scenario(server: ScenarioServer, name: str,
             create()
         assert info.value.code == "invalid_api_key"
         return
-    if base == "error-503":
+    if base in ("error-503", "overloaded"):
         with pytest.raises(openai.InternalServerError):
             create()
+        return
+    if base == "error-mid-stream":  # half the answer, then OpenAI's error payload; 500 when not streamed
+        with pytest.raises(openai.InternalServerError if not stream else openai.APIError, match="had an error"):
+            list(create()) if stream else create()
         return
     if base == "drop-mid-event":  # the connection dies mid-body: the SDK sees it, streaming or not
         with pytest.raises(openai.APIConnectionError):

@@ -3,12 +3,13 @@
 Theory of operation
 -------------------
 ``ssestate.testing.ScenarioHandler`` turns each request into a ``Script``
-(the OpenAI API's answer, played as the scenario picked by header, model
-name or the default, with its seed and speed) and ``ScriptServer`` plays
-it.  The server runs in the calling thread until
-Ctrl-C or SIGTERM; a daemon thread waits on the server's response records
-and logs how each response ended (complete, aborted, disconnected), so a
-user watching the log sees when a client hung up.
+(the answer of the API whose path it came to, played as the scenario
+picked by header, model name or the default, with its seed and speed) and
+``ScriptServer`` plays it; the banner lists those paths.  The server runs
+in the calling thread until Ctrl-C or SIGTERM; a daemon thread waits on the
+server's response records and logs how each response ended (complete,
+aborted, disconnected), so a user watching the log sees when a client hung
+up.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ import ipaddress
 import signal
 import threading
 
-from ..testing import DESCRIPTIONS, SCENARIOS, ScenarioHandler, ScriptServer
+from ..testing import DESCRIPTIONS, PATHS, SCENARIOS, ScenarioHandler, ScriptServer
 from ._common import EXIT_OK, Formatter, Out, SubParsers, UsageError, port, positive_float
 
 __all__ = ["add_parser", "run", "scenario_list", "scenario_name"]
@@ -46,13 +47,17 @@ def scenario_list() -> str:
 def add_parser(sub: SubParsers) -> None:
     serve = sub.add_parser(
         "serve",
-        help="an OpenAI-compatible test server that streams difficult responses",
-        description="Serve POST /v1/chat/completions on loopback with scripted, difficult but realistic "
-        "streams: bursts, silences with keep-alive comments, writes cut inside UTF-8 characters and "
-        "CRLF pairs, dropped connections, error heads.  Point any client at it.\n\n"
-        "Where a scenario intends no fault the server is the OpenAI API: it streams only when the request "
-        'says "stream": true (else it answers with one chat.completion), sends a usage chunk only with '
-        "stream_options.include_usage, stops a choice at max_tokens with finish_reason length, counts the "
+        help="a test server (OpenAI, Anthropic, Gemini) that streams difficult responses",
+        description="Serve OpenAI Chat Completions (POST /v1/chat/completions), the Responses API "
+        "(POST /v1/responses), Anthropic Messages (POST /v1/messages) and Gemini "
+        "(POST /v1beta/models/{model}:streamGenerateContent?alt=sse, :generateContent) on loopback with "
+        "scripted, difficult but realistic streams: bursts, silences with keep-alives, writes cut inside "
+        "UTF-8 characters and CRLF pairs, dropped connections, error heads, each API's own errors.  Point any "
+        "client at it.\n\n"
+        "Where a scenario intends no fault the server is the API it was asked at: it streams only when the "
+        'request says "stream": true (Gemini: :streamGenerateContent), else it answers with the whole answer; '
+        "sends Chat Completions' usage chunk only with stream_options.include_usage, stops a choice at the "
+        "token limit (max_tokens, max_output_tokens, maxOutputTokens) with the API's length reason, counts the "
         "prompt's tokens from the prompt alone, and answers other paths with the API's 404.\n\n"
         'The scenario is chosen per request: the X-Ssestate-Scenario header, else a "model" naming a '
         'scenario ("cjk" or "ssestate-cjk"), else --scenario; the X-Ssestate-Speed header overrides '
@@ -120,6 +125,10 @@ def run(args: argparse.Namespace, out: Out) -> int:
         out.line(
             '  a request picks its scenario with "model": "<name>" (ssestate serve --help lists them); Ctrl-C stops'
         )
+        width = max(len(path) for path, _ in PATHS)
+        out.line("  answers:")
+        for path, api in PATHS:
+            out.line(f"    {path:<{width}}  {p(api, 'dim')}")
         if not args.quiet:
             threading.Thread(target=report, name="serve-log", daemon=True).start()
         server.serve_forever()

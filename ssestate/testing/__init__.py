@@ -7,13 +7,15 @@ Theory of operation
 Three pieces, each usable alone:
 
 * ``serve(scenario, ...)`` runs the loopback server behind ``ssestate
-  serve`` in a background thread: the OpenAI Chat Completions API where no
-  fault is intended, and realistic trouble where it is (bursts, silences,
-  writes cut inside characters, dropped connections, error pages), scene
-  by scene as ``SCENARIOS`` lists them.  Standard library only.
+  serve`` in a background thread: OpenAI Chat Completions, the Responses
+  API, Anthropic Messages and Gemini, each at its own paths, each the real
+  API where no fault is intended, and realistic trouble where it is
+  (bursts, silences, writes cut inside characters, dropped connections,
+  error pages, each API's own errors and keep-alives), scene by scene as
+  ``SCENARIOS`` lists them.  Standard library only.
 * ``ssestate.testing.strategies`` (import it by name; it needs hypothesis):
-  ``chat_streams()`` draws response bodies with the hazards real servers
-  produce and what a correct client makes of them; ``chunkings(body)``
+  ``chat_streams(dialect)`` draws response bodies of any of the four APIs
+  with the hazards real servers produce and what a correct client makes of them; ``chunkings(body)``
   draws the ways a network cuts them.
 * The pytest plugin (the module ``pytest_ssestate``, registered by the
   ``pytest11`` entry point when ssestate is installed) gives the fixture
@@ -25,14 +27,28 @@ Three pieces, each usable alone:
 
 from __future__ import annotations
 
-from ._api import ScenarioHandler, ScenarioServer, prompt_tokens, serve
-from ._scenarios import DESCRIPTIONS, OUTCOMES, SCENARIOS, expected_outcome, random_choice, scenario
+from ._api import BASE_PATHS, PATHS, ScenarioHandler, ScenarioServer, prompt_tokens, serve
+from ._scenarios import (
+    DESCRIPTIONS,
+    DIALECTS,
+    OUTCOMES,
+    REFUSED,
+    SCENARIOS,
+    expected_outcome,
+    random_choice,
+    scenario,
+    scenarios_for,
+)
 from ._script import Script, Step
 from ._server import ResponseRecord, ScriptRequest, ScriptServer
 
 __all__ = (
+    "BASE_PATHS",
     "DESCRIPTIONS",
+    "DIALECTS",
     "OUTCOMES",
+    "PATHS",
+    "REFUSED",
     "SCENARIOS",
     "ResponseRecord",
     "ScenarioHandler",
@@ -45,5 +61,6 @@ __all__ = (
     "prompt_tokens",
     "random_choice",
     "scenario",
+    "scenarios_for",
     "serve",
 )

@@ -25,12 +25,20 @@ a backslash and the character it escapes.  The first write that contains a
 multi-byte character or a CRLF is always cut there, so scenarios with such
 bytes are guaranteed to exercise it.
 
+A request to another API (``Options.dialect``) gets the same production in
+that API's stream or whole answer: ``wire_units`` and ``whole_answer`` hand
+the Chat Completions units to ``_translate``, which reads them back and
+writes them with that API's ``Encoder``.
+
 All randomness comes from one ``random.Random`` seeded by the scenario name
-and the seed, so the same (name, seed, request) always gives the same steps.
+and the seed, so the same (name, seed, request) always gives the same steps;
+another API draws nothing more (its ids derive from the chunks' id), so it
+says the same answer with the same timing.
 """
 
 from __future__ import annotations
 
+import base64
 import json
 import random
 from collections.abc import Sequence
@@ -38,7 +46,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .. import DONE_BYTES, Heartbeat, encode, encode_chunk
+from ._errors import mid_stream
 from ._script import Script, Step
+from ._translate import Unit, translate, whole
 
 __all__ = ["PRIMING_TOKENS", "SSE_HEADERS", "Builder", "Options", "deliver", "pause"]
 
@@ -59,12 +69,15 @@ class Options:
         include_usage: end a stream with a usage chunk.
         max_tokens: the most tokens each choice may produce (None: no limit).
         prompt_tokens: the usage's prompt count.
+        dialect: the API that answers ("openai-chat", "openai-responses",
+            "anthropic" or "gemini").
     """
 
     stream: bool = True
     include_usage: bool = True
     max_tokens: int | None = None
     prompt_tokens: int = PRIMING_TOKENS
+    dialect: str = "openai-chat"
 
 
 @dataclass
@@ -102,6 +115,8 @@ class Builder:
         self.cut: set[int] = set()  # choices that ran out of max_tokens
         self.messages: dict[int, _Message] = {}
         self.held = 0  # tokens still to come without a gap after a stall
+        self.ended = False  # [DONE] written
+        self.usage_sent = False  # the usage chunk written
 
     # -- time and raw units --------------------------------------------------------
 
@@ -203,6 +218,7 @@ class Builder:
             return
         self.wait(0.01)
         self.chunk([], usage=self.usage_object())
+        self.usage_sent = True
 
     def usage_object(self) -> dict[str, int]:
         prompt = self.options.prompt_tokens
@@ -212,12 +228,72 @@ class Builder:
     def done(self) -> None:
         self.wait(0.005)
         self.unit(DONE_BYTES.replace(b"\n", self.newline.encode()))
+        self.ended = True
+
+    def error(self) -> None:
+        """The error that ends the stream half-way: Chat Completions' payload
+        with an ``error`` member (another API's own error, once translated)."""
+        error = mid_stream("openai-chat")
+        assert not isinstance(error, bytes)
+        self.wait(0.05)
+        body = {"error": {"message": error.message, "type": error.type, "param": None, "code": error.code}}
+        self.unit(encode_chunk(body, newline=self.newline))
+
+    # -- other APIs ------------------------------------------------------------------------
+
+    @property
+    def response_id(self) -> str:
+        """The response's id in the form of the API that answers."""
+        digits = self.id.removeprefix("chatcmpl-")
+        dialect = self.options.dialect
+        if dialect == "openai-responses":
+            return f"resp_{digits}"
+        if dialect == "anthropic":
+            return f"msg_{digits}"
+        if dialect == "gemini":
+            return base64.urlsafe_b64encode(bytes.fromhex(digits)).decode().rstrip("=")
+        return self.id
+
+    def wire_units(self, units: list[Unit] | None = None) -> list[Unit]:
+        """The units (``self.units`` when None) as the answering API streams them."""
+        units = list(self.units if units is None else units)
+        if self.options.dialect == "openai-chat":
+            return units
+        return translate(
+            units,
+            self.options.dialect,
+            model=f"ssestate-{self.name}",
+            response_id=self.response_id,
+            created=self.created,
+            prompt_tokens=self.options.prompt_tokens,
+            signature=base64.b64encode(bytes.fromhex(self.id.removeprefix("chatcmpl-")) * 4).decode(),
+            crlf=self.newline == "\r\n",
+        )
 
     # -- the whole answer --------------------------------------------------------------
 
     def outcome(self) -> str:
         """``Accumulator.outcome`` of the answer as produced (no fault)."""
         return "length" if any(m.finish == "length" for m in self.messages.values()) else "complete"
+
+    def whole_answer(self) -> dict[str, Any]:
+        """The answer as one object of the answering API (``stream`` false):
+        a ``chat.completion``, a Responses ``response``, a Messages
+        ``message``, a Gemini response.  Another API's answer is whole: the
+        choices that had not finished finish with ``stop``."""
+        if self.options.dialect == "openai-chat":
+            return self.completion()
+        units = list(self.units)
+        for index, m in self.messages.items():
+            if m.finish is None:
+                body = {"id": self.id, "object": "chat.completion.chunk", "created": self.created, "model": "",
+                        "choices": [{"index": index, "delta": {}, "finish_reason": "stop"}]}  # fmt: skip
+                units.append((0.0, encode_chunk(body)))
+        if not self.usage_sent:
+            units.append((0.0, encode_chunk({"id": self.id, "choices": [], "usage": self.usage_object()})))
+        if not self.ended:
+            units.append((0.0, DONE_BYTES))
+        return whole(self.options.dialect, b"".join(data for _, data in self.wire_units(units)))
 
     def completion(self) -> dict[str, Any]:
         """The answer as one ``chat.completion`` object (``stream`` false)."""
@@ -246,23 +322,46 @@ class Builder:
         """How long the model took: what a non-streaming client waits."""
         return sum(delay for delay, _ in self.units) + self.delay
 
+    def request_id(self) -> tuple[str, str]:
+        """The request id header, as the answering API names it."""
+        name = "request-id" if self.options.dialect == "anthropic" else "X-Request-Id"
+        return name, f"req_{self.rng.getrandbits(64):016x}"
+
     def streamed(
-        self, speed: float, *, content_type: str = "text/event-stream", burst: float = 0.2, split: float = 0.2
+        self,
+        speed: float,
+        *,
+        units: list[Unit] | None = None,
+        content_type: str = "text/event-stream",
+        burst: float = 0.2,
+        split: float = 0.2,
     ) -> Script:
-        """The units as an event stream, delivered as ``deliver`` does."""
-        headers = [("Content-Type", content_type), *SSE_HEADERS[1:]]
-        headers.append(("X-Request-Id", f"req_{self.rng.getrandbits(64):016x}"))
-        steps = deliver(self.units, self.rng, speed, burst=burst, split=split)
+        """The units (``wire_units()`` when None) as an event stream,
+        delivered as ``deliver`` does."""
+        headers = [("Content-Type", content_type), *SSE_HEADERS[1:], self.request_id()]
+        steps = deliver(self.wire_units() if units is None else units, self.rng, speed, burst=burst, split=split)
         return Script(200, headers, steps, outcome=self.outcome())
 
     def non_streamed(self, speed: float, *, keepalive: float | None = None) -> Script:
         """The answer as one JSON body after the generation time; with
         ``keepalive``, a newline every that many seconds while waiting (what
-        DeepSeek sends a non-streaming client)."""
-        body = (json.dumps(self.completion(), ensure_ascii=False) + "\n").encode()
-        headers = [("Content-Type", "application/json"), ("X-Request-Id", f"req_{self.rng.getrandbits(64):016x}")]
+        DeepSeek and OpenRouter send a non-streaming client; the other APIs
+        wait in silence)."""
+        dialect = self.options.dialect
+        answer = self.whole_answer()
+        if dialect == "openai-chat":
+            text = json.dumps(answer, ensure_ascii=False) + "\n"
+        elif dialect == "anthropic":
+            text = json.dumps(answer, ensure_ascii=False, separators=(",", ":"))
+        else:
+            text = json.dumps(answer, ensure_ascii=False, indent=2) + "\n"
+        body = text.encode()
+        content_type = "application/json; charset=UTF-8" if dialect == "gemini" else "application/json"
+        headers = [("Content-Type", content_type), self.request_id()]
         steps: list[Step] = []
         left = self.generation_time()
+        if dialect != "openai-chat":
+            keepalive = None
         if keepalive is None:
             pause(steps, left, speed)
         else:

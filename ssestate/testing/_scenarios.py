@@ -22,6 +22,19 @@ The faults are the scenario's point and stay whatever the request: a
 dropped connection, an error head, a body that is not a stream although a
 stream was asked for.
 
+Every scenario plays in each of the four APIs (``Options.dialect``): the
+Builder writes the production as Chat Completions chunks and, for another
+API, hands them to ``_translate``, which says the same answer in that API's
+stream or whole answer with that API's own habits (Anthropic's ``ping``,
+the Responses API's ``keepalive``, Gemini's CRLF and whole function
+calls).  Where a scenario's meaning is one API's own, each API gets its
+honest equivalent: a bad key is that API's error body and status, an
+overload is Anthropic's 529, a stream that loses its end marker reads as
+cut in the Responses API (whose terminal event says how the answer ended),
+and Gemini, which has no keep-alive, is silent where others send one.  A
+scenario an API cannot say at all (``n2``: the Responses API and Anthropic
+answer with one choice) is refused for that API (``REFUSED``).
+
 All randomness comes from the scenario name and the seed, so a (name, seed,
 options) triple always gives the same steps; ``speed`` only divides the
 pauses.  ``random`` picks one of the other scenarios from its seed and
@@ -37,9 +50,29 @@ from collections.abc import Callable, Mapping
 from typing import Literal
 
 from ._builder import PRIMING_TOKENS, Builder, Options, pause
+from ._errors import bad_key, overloaded, server_error
 from ._script import Script, Step
 
-__all__ = ["DESCRIPTIONS", "OUTCOMES", "SCENARIOS", "Options", "expected_outcome", "random_choice", "scenario"]
+__all__ = [
+    "DESCRIPTIONS",
+    "DIALECTS",
+    "OUTCOMES",
+    "REFUSED",
+    "SCENARIOS",
+    "Options",
+    "expected_outcome",
+    "random_choice",
+    "scenario",
+    "scenarios_for",
+]
+
+#: The APIs the scenarios play.
+DIALECTS = ("openai-chat", "openai-responses", "anthropic", "gemini")
+#: For each API, the scenarios it cannot play, and why.
+REFUSED: Mapping[str, Mapping[str, str]] = {
+    "openai-responses": {"n2": "it streams two choices, and the Responses API answers with one (it has no n)"},
+    "anthropic": {"n2": "it streams two choices, and the Messages API answers with one (it has no n)"},
+}
 
 Outcome = Literal["complete", "length", "truncated", "error"]
 
@@ -244,8 +277,9 @@ def _drop_mid_event(seed: int, speed: float, options: Options) -> Script:
         whole.steps = [*whole.steps[:-1], body[: b.rng.randint(10, len(body) - 5)], "abort"]
         whole.outcome = "error"  # what is left of the body is not JSON
         return whole
-    last_delay, last = b.units.pop()
-    script = b.streamed(speed)
+    units = b.wire_units()
+    last_delay, last = units.pop()
+    script = b.streamed(speed, units=units)
     pause(script.steps, last_delay, speed)
     script.steps += [last[: b.rng.randint(10, len(last) - 5)], "abort"]
     script.outcome = "truncated"
@@ -261,7 +295,12 @@ def _no_done(seed: int, speed: float, options: Options) -> Script:
     b.stream_text(_tokens(_ANSWER + " " + _ANSWER, b.rng))
     b.finish("stop")
     b.usage()
-    return _answer(b, speed)
+    script = _answer(b, speed)
+    if options.stream and options.dialect == "openai-responses":
+        # The terminal event is what says how a Responses answer ended:
+        # without it the answer reads as cut, whatever its items said.
+        script.outcome = "truncated"
+    return script
 
 
 def _error_503(seed: int, speed: float, options: Options) -> Script:
@@ -276,29 +315,46 @@ def _error_503(seed: int, speed: float, options: Options) -> Script:
 
 
 def _error_401(seed: int, speed: float, options: Options) -> Script:
-    """OpenAI's answer to a bad key: pretty-printed JSON, no stream."""
-    error = {
-        "error": {
-            "message": "Incorrect API key provided: sk-test. You can find your API key at "
-            "https://platform.openai.com/account/api-keys.",
-            "type": "invalid_request_error",
-            "param": None,
-            "code": "invalid_api_key",
-        }
-    }
-    body = (json.dumps(error, indent=2) + "\n").encode()
-    headers = [("Content-Type", "application/json; charset=utf-8"), ("X-Request-Id", f"req_{seed:016x}")]
-    return Script(401, headers, [*_lead(0.05, speed), body], chunked=False, outcome="error")
+    """The API's answer to a bad key, no stream: OpenAI's and Anthropic's
+    401, Gemini's 400 ``API_KEY_INVALID``."""
+    return bad_key(options.dialect, f"req_{seed:016x}", _lead(0.05, speed))
+
+
+def _overloaded(seed: int, speed: float, options: Options) -> Script:
+    """The API is overloaded and says so before any stream: Anthropic's 529
+    ``overloaded_error``, Gemini's 503 ``UNAVAILABLE``, OpenAI's 503."""
+    return overloaded(options.dialect, f"req_{seed:016x}", _lead(0.1, speed))
+
+
+def _error_mid_stream(seed: int, speed: float, options: Options) -> Script:
+    """Half the answer, then the API's own error event and the end of the
+    body (Anthropic's ``overloaded_error``, Gemini's raw JSON lines); a
+    request that asked for no stream gets the API's 5xx instead."""
+    b = Builder("error-mid-stream", seed, options)
+    b.wait(b.rng.uniform(0.2, 0.4))
+    b.delta(role="assistant", content="")
+    pieces = _tokens(_TEXT, b.rng)
+    if not b.stream_text(pieces[: len(pieces) // 2]):
+        b.finish("stop")  # max_tokens came first: an ordinary answer
+        b.usage()
+        b.done()
+        return _answer(b, speed)
+    if not options.stream:
+        return server_error(options.dialect, f"req_{seed:016x}", _lead(b.generation_time(), speed))
+    b.error()
+    script = b.streamed(speed)
+    script.outcome = "error"
+    return script
 
 
 def _downgrade(seed: int, speed: float, options: Options) -> Script:
-    """A gateway ignored ``stream: true`` and answered with one
-    ``chat.completion`` object, at once."""
+    """A gateway ignored ``stream: true`` and answered with the API's whole
+    answer (a ``chat.completion``, a ``response``...), at once."""
     b = Builder("downgrade", seed, options)
     b.delta(role="assistant", content="")
     b.stream_text(_tokens(_ANSWER, b.rng))
     b.finish("stop")
-    body = json.dumps(b.completion(), ensure_ascii=False).encode()
+    body = json.dumps(b.whole_answer(), ensure_ascii=False).encode()
     steps = [*_lead(b.rng.uniform(0.5, 0.9), speed), body]
     return Script(200, [("Content-Type", "application/json")], steps, chunked=False, outcome=b.outcome())
 
@@ -364,8 +420,10 @@ _BUILDERS: dict[str, tuple[Callable[[int, float, Options], Script], Outcome, str
     "drop-mid-event": (_drop_mid_event, "truncated", "connection dropped in the middle of an event"),
     "no-done": (_no_done, "complete", "every choice finished, but no [DONE] before the end"),
     "error-503": (_error_503, "error", "503 HTML page from a reverse proxy"),
-    "error-401": (_error_401, "error", "401 JSON error: bad API key"),
-    "downgrade": (_downgrade, "complete", "200 application/json: a non-streamed chat.completion"),
+    "error-401": (_error_401, "error", "the API's error for a bad API key (401; Gemini: 400 API_KEY_INVALID)"),
+    "overloaded": (_overloaded, "error", "overloaded before the stream (Anthropic: 529 overloaded_error)"),
+    "error-mid-stream": (_error_mid_stream, "error", "half the answer, then the API's own error event"),
+    "downgrade": (_downgrade, "complete", "200 application/json: the whole answer, although a stream was asked for"),
     "heartbeat-silence": (_heartbeat_silence, "complete", "keep-alive comments before and during long silences"),
     "crlf": (_crlf, "complete", "CRLF line endings, writes cut between CR and LF"),
     "slow-first-byte": (_slow_first_byte, "complete", "2.5 s before the first byte"),
@@ -382,16 +440,25 @@ DESCRIPTIONS: Mapping[str, str] = {
 }
 
 
-def random_choice(seed: int) -> str:
-    """The scenario ``random`` plays for ``seed``."""
-    return random.Random(f"random/{seed}").choice(list(_BUILDERS))
+def scenarios_for(dialect: str) -> tuple[str, ...]:
+    """The scenarios ``dialect``'s API plays (``SCENARIOS`` less ``REFUSED``)."""
+    _check_dialect(dialect)
+    return tuple(name for name in SCENARIOS if name not in REFUSED.get(dialect, {}))
 
 
-def expected_outcome(name: str, seed: int = 0, *, max_tokens: int | None = None, stream: bool = True) -> str:
+def random_choice(seed: int, dialect: str = "openai-chat") -> str:
+    """The scenario ``random`` plays for ``seed`` in ``dialect``'s API."""
+    names = [name for name in _BUILDERS if name not in REFUSED.get(_check_dialect(dialect), {})]
+    return random.Random(f"random/{seed}").choice(names)
+
+
+def expected_outcome(
+    name: str, seed: int = 0, *, max_tokens: int | None = None, stream: bool = True, dialect: str = "openai-chat"
+) -> str:
     """The outcome an ``Accumulator`` reaches on ``scenario(name, seed, ...)``."""
-    if max_tokens is None and stream:
+    if max_tokens is None and stream and dialect == "openai-chat":
         return OUTCOMES[random_choice(seed) if name == "random" else _check(name)]
-    script = scenario(name, seed, float("inf"), stream=stream, max_tokens=max_tokens)
+    script = scenario(name, seed, float("inf"), stream=stream, max_tokens=max_tokens, dialect=dialect)
     assert script.outcome is not None
     return script.outcome
 
@@ -405,6 +472,7 @@ def scenario(
     include_usage: bool = True,
     max_tokens: int | None = None,
     prompt_tokens: int = PRIMING_TOKENS,
+    dialect: str = "openai-chat",
 ) -> Script:
     """Build the script of scenario ``name``.
 
@@ -413,21 +481,27 @@ def scenario(
         seed: varies token timing, write boundaries, ids (and, for
             ``random``, which scenario is played).
         speed: pauses are divided by it; ``float("inf")`` removes them.
-        stream: answer as an event stream; False answers with one
-            ``chat.completion`` (faults aside).
-        include_usage: end a stream with a usage chunk.
+        stream: answer as an event stream; False answers with the API's
+            whole answer (a ``chat.completion``, a ``response``, a
+            ``message``, a Gemini response), faults aside.
+        include_usage: end a Chat Completions stream with a usage chunk
+            (the other APIs always report the usage).
         max_tokens: the most tokens each choice may produce.
         prompt_tokens: the usage's prompt count.
+        dialect: the API that answers: one of ``DIALECTS``.
 
     Raises:
-        ValueError: unknown name, ``speed`` not positive, ``max_tokens``
-            below 1.
+        ValueError: unknown name or dialect, a scenario the API cannot play
+            (``REFUSED``), ``speed`` not positive, ``max_tokens`` below 1.
     """
     if not speed > 0:
         raise ValueError(f"speed must be positive, got {speed!r}")
     if max_tokens is not None and max_tokens < 1:
         raise ValueError(f"max_tokens must be at least 1, got {max_tokens!r}")
-    options = Options(stream, include_usage, max_tokens, prompt_tokens)
+    refused = REFUSED.get(_check_dialect(dialect), {}).get(name)
+    if refused is not None:
+        raise ValueError(f"scenario {name!r} cannot play in {dialect}: {refused}")
+    options = Options(stream, include_usage or dialect != "openai-chat", max_tokens, prompt_tokens, dialect)
     if name == "random":
         return _random(seed, speed, options)
     script = _BUILDERS[_check(name)][0](seed, speed, options)
@@ -441,8 +515,14 @@ def _check(name: str) -> str:
     return name
 
 
+def _check_dialect(dialect: str) -> str:
+    if dialect not in DIALECTS:
+        raise ValueError(f"unknown dialect {dialect!r}; choose one of: {', '.join(DIALECTS)}")
+    return dialect
+
+
 def _random(seed: int, speed: float, options: Options) -> Script:
-    base = random_choice(seed)
+    base = random_choice(seed, options.dialect)
     rng = random.Random(f"random/{seed}/perturb")
     script = _BUILDERS[base][0](rng.randrange(1 << 30), speed, options)
     steps: list[Step] = []

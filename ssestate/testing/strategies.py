@@ -39,6 +39,12 @@ sends (one choice per chunk, first seen in index order; role chunk first;
 tool index = position, id and name only on the first fragment; usage only
 on a final ``choices: []`` chunk; OpenAI's own error shape; LF only).
 
+``chat_streams(dialect)`` draws the other APIs' streams (``_apis_wire``:
+the Responses API, Anthropic Messages, Gemini) with their own hazards and
+the same ``expected``, read with ``ChatStream(dialect=...)``; their usage
+is expected in OpenAI's words (``prompt_tokens``, ``completion_tokens``,
+``total_tokens``: the counts of SPEC §3b).
+
 ``mutated_streams()`` damages generated bodies (drop, duplicate, swap
 blocks; flip bytes; truncate; insert garbage lines; replace JSON values of
 any position with values of other types) for never-crash properties: no
@@ -52,8 +58,11 @@ from typing import Any
 
 from hypothesis import strategies as st
 
+from ._apis_wire import api_case
 from ._cases import Block, ChatCase, Expected, ExpectedChoice, ExpectedError, ExpectedToolCall
 from ._wire import chat_case, json_values, texts
+
+_DIALECTS = ("openai-chat", "openai-responses", "anthropic", "gemini")
 
 __all__ = [
     "Block",
@@ -77,8 +86,10 @@ def chat_streams(
     """Chat-completion response bodies with what a client must make of them.
 
     Args:
-        dialect: the API whose streams to draw; "openai-chat" (Chat
-            Completions, as every OpenAI-compatible server writes it).
+        dialect: the API whose streams to draw: "openai-chat" (Chat
+            Completions, as every OpenAI-compatible server writes it),
+            "openai-responses", "anthropic" or "gemini" (one choice but
+            in Gemini; ``openai_shape`` is Chat Completions' only).
         max_choices: at most this many choices (n) per stream.
         faults: also draw streams that stop with a mid-stream error or are
             cut inside an event.
@@ -91,10 +102,12 @@ def chat_streams(
     Raises:
         ValueError: an unknown dialect, or ``max_choices`` below 1.
     """
-    if dialect != "openai-chat":
-        raise ValueError(f"chat_streams() draws dialect 'openai-chat' only, not {dialect!r}")
+    if dialect not in _DIALECTS:
+        raise ValueError(f"chat_streams() draws dialect {', '.join(_DIALECTS)}; not {dialect!r}")
     if max_choices < 1:
         raise ValueError(f"max_choices must be at least 1, got {max_choices!r}")
+    if dialect != "openai-chat":
+        return api_case(dialect, max_choices, faults)
     return chat_case(openai_shape, max_choices, faults)
 
 
