@@ -18,7 +18,14 @@ def test_demo_runs_offline_and_shows_what_a_user_should_see() -> None:
     out = proc.stdout
     assert not ANSI.search(out)
     for name in ("text", "tools", "cjk", "length", "drop-mid-event", "error-503"):
-        assert f"\n▶ {name} — " in out
+        assert f"\n▶ {name} · OpenAI Chat Completions — " in out
+    # Then one stream of each other API, asked for and read as that API.
+    assert "\n▶ reasoning · OpenAI Responses API — " in out
+    assert "\n▶ parallel-tools · Anthropic Messages — " in out
+    assert "\n▶ cjk · Gemini — " in out
+    assert '\nThere are three r\'s in "strawberry".\n' in out
+    assert '\n⚙ get_weather({"city":"東京","days":3})\n⚙ get_time({"timezone":"Asia/Tokyo"})\n' in out
+    assert out.count("流式传输会把回答一点一点地送过来") == 2
     assert 'Server-sent events look simple: a line that starts with "data:"' in out
     assert "流式传输会把回答一点一点地送过来" in out
     assert '⚙ get_weather({"city":"São Paulo","unit":"celsius","note":"quote \\" and ° sign"})' in out
@@ -29,7 +36,7 @@ def test_demo_runs_offline_and_shows_what_a_user_should_see() -> None:
     assert re.search(r"  ✗ truncated: the connection closed mid-event \(\d+ bytes of it lost\)", out)
     assert "  ✗ error HTTP 503: an HTML page: 503 Service Temporarily Unavailable" in out
     stats = re.findall(r"^  TTFB (.+?) · TTFT (.+?) · gaps p50 (.+?), p95 (.+?), max (.+?) · total", out, re.M)
-    assert len(stats) == 6
+    assert len(stats) == 9
     assert all(ttfb != "-" for ttfb, *_ in stats)
     assert out.rstrip().endswith("Try them with any client: ssestate serve --scenario random")
 
@@ -37,14 +44,31 @@ def test_demo_runs_offline_and_shows_what_a_user_should_see() -> None:
 def test_demo_picks_scenarios() -> None:
     proc = run("demo", "--scenario", "reasoning", "--scenario", "n2", "--speed", "10")
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert "\n▶ reasoning — " in proc.stdout
-    assert "\n▶ n2 — " in proc.stdout
+    assert "\n▶ reasoning · OpenAI Chat Completions — " in proc.stdout
+    assert "\n▶ n2 · OpenAI Chat Completions — " in proc.stdout
     assert "▶ text" not in proc.stdout
     assert "That makes three." in proc.stdout  # the reasoning, typed out too
     assert "There are three r's" in proc.stdout
     # n=2: the first choice is typed out, the other shown whole at the end.
     assert "\nBonjour ! Je peux vous aider.\n" in proc.stdout
     assert "\n  choice 1 (not typed out above): Hello! How can I help you today?" in proc.stdout
+
+
+def test_demo_plays_scenarios_in_the_api_asked(monkeypatch: pytest.MonkeyPatch) -> None:
+    one = call(monkeypatch, "demo", "--dialect", "gemini", "--scenario", "tools", "--speed", "20")
+    assert one.returncode == 0, one.stderr
+    assert "\n▶ tools · Gemini — " in one.stdout
+    parsed = '  parsed get_weather: {"city": "São Paulo", "unit": "celsius", "note": "quote \\" and ° sign"}'
+    assert parsed in one.stdout
+    assert "streams 1 scenario;" in one.stdout
+    # --dialect alone: the usual six, in that API, each ending as it should.
+    six = call(monkeypatch, "demo", "--dialect", "anthropic", "--speed", "20")
+    assert six.returncode == 0, six.stdout
+    assert six.stdout.count(" · Anthropic Messages — ") == 6
+    assert "  ✂ cut by max_tokens (finish_reason length)" in six.stdout
+    refused = call(monkeypatch, "demo", "--dialect", "openai-responses", "--scenario", "n2")
+    assert refused.returncode == 2
+    assert refused.stderr.startswith("ssestate demo: error: OpenAI Responses API cannot play n2: it streams two")
 
 
 def test_demo_types_at_the_rate_asked(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -76,7 +100,7 @@ def test_demo_in_process_shows_every_kind_of_ending(monkeypatch: pytest.MonkeyPa
 def test_demo_reports_a_scenario_that_does_not_end_as_expected(monkeypatch: pytest.MonkeyPatch) -> None:
     from ssestate.cli import demo
 
-    monkeypatch.setattr(demo, "expected_outcome", lambda name, seed: "length")
+    monkeypatch.setattr(demo, "expected_outcome", lambda name, seed, **options: "length")
     result = call(monkeypatch, "demo", "--speed", "50", "--scenario", "text")
     assert result.returncode == 1
     assert "  ✗ expected the outcome 'length', got 'complete'" in result.stdout

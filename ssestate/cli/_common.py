@@ -33,6 +33,7 @@ __all__ = [
     "EXIT_OK",
     "EXIT_OUTCOME",
     "EXIT_USAGE",
+    "API_NAMES",
     "ChatFailure",
     "Formatter",
     "Out",
@@ -48,6 +49,7 @@ __all__ = [
     "port",
     "positive_float",
     "positive_int",
+    "request_body",
     "seconds",
     "short",
     "size",
@@ -157,6 +159,13 @@ def short(text: str, limit: int = 60) -> str:
 
 
 # -- a request in the shape of each API ---------------------------------------------
+
+API_NAMES = {
+    "openai-chat": "OpenAI Chat Completions",
+    "openai-responses": "OpenAI Responses API",
+    "anthropic": "Anthropic Messages",
+    "gemini": "Gemini",
+}
 
 ANTHROPIC_MAX_TOKENS = 1024  # the Messages API refuses a request without max_tokens
 

@@ -3,7 +3,9 @@
 Theory of operation
 -------------------
 The demo starts the scripted server in-process on loopback and reads a few
-scenarios through the standard-library adapter.  For each one a reader
+scenarios through the standard-library adapter: by default six in OpenAI
+Chat Completions, then one stream of each other API (the Responses API,
+Anthropic Messages, Gemini), each asked for and read as that API.  For each one a reader
 thread owns the connection and passes every event (then how the call ended)
 through a queue; the main thread feeds an ``Accumulator`` and types the
 text out through a ``Pacer`` at ``--rate`` characters a second (times
@@ -27,24 +29,35 @@ from typing import Any
 
 from .. import Accumulator, Delta, Heartbeat, Pacer, ToolCallFragment
 from ..adapters import sync
-from ..testing import DESCRIPTIONS, ScenarioHandler, ScriptServer, expected_outcome
+from ..testing import BASE_PATHS, DESCRIPTIONS, REFUSED, ScenarioHandler, ScriptServer, expected_outcome
 from ._common import (
+    API_NAMES,
     EXIT_OK,
     EXIT_OUTCOME,
     Formatter,
     Out,
     SubParsers,
+    UsageError,
     arguments_of,
     count_of,
     describe_outcome,
     positive_float,
+    request_body,
     stats_line,
 )
 from .serve import scenario_name
 
-__all__ = ["DEMO_SCENARIOS", "add_parser", "run"]
+__all__ = ["DEMO_SCENARIOS", "DEMO_TOUR", "add_parser", "run"]
 
 DEMO_SCENARIOS = ("text", "tools", "cjk", "length", "drop-mid-event", "error-503")
+# The default tour: the scenarios above in Chat Completions, then one stream
+# in each other API, (API, scenario) each.
+DEMO_TOUR = (
+    *(("openai-chat", name) for name in DEMO_SCENARIOS),
+    ("openai-responses", "reasoning"),
+    ("anthropic", "parallel-tools"),
+    ("gemini", "cjk"),
+)
 # Longer than any scenario's text takes at the slowest rate worth typing at.
 _MAX_LAG = 600.0
 _DEMO_PROMPTS = {
@@ -63,7 +76,8 @@ def add_parser(sub: SubParsers) -> None:
         "adapter and show what a user should see: text typed out at a steady pace although the network "
         "delivered it in bursts, tool calls live (name and raw arguments, parsed only at the end), how "
         "each stream ended and its timing.  Needs no network and no API key.",
-        epilog="example:\n  ssestate demo\n  ssestate demo --scenario reasoning --scenario n2 --speed 2",
+        epilog="example:\n  ssestate demo\n  ssestate demo --scenario reasoning --scenario n2 --speed 2"
+        "\n  ssestate demo --dialect anthropic --scenario tools",
         formatter_class=Formatter,
     )
     demo.add_argument(
@@ -71,7 +85,15 @@ def add_parser(sub: SubParsers) -> None:
         type=scenario_name,
         action="append",
         metavar="NAME",
-        help=f"play this scenario (repeatable; default: {' '.join(DEMO_SCENARIOS)})",
+        help="play this scenario (repeatable; default: a tour of "
+        f"{' '.join(DEMO_SCENARIOS)} in Chat Completions, then one stream of each other API)",
+    )
+    demo.add_argument(
+        "--dialect",
+        choices=list(API_NAMES),
+        metavar="API",
+        help="ask for and read the scenarios in this API: " + ", ".join(API_NAMES) + " "
+        f"(default: openai-chat; alone, it plays {' '.join(DEMO_SCENARIOS)} in that API)",
     )
     demo.add_argument("--seed", type=int, default=0, metavar="N", help="seed for every scenario (default: 0)")
     demo.add_argument("--speed", type=positive_float, default=1.0, metavar="X", help="play X times faster (default: 1)")
@@ -149,11 +171,19 @@ class _Screen:
         self.newline()
 
 
-def _read_call(url: str, payload: dict[str, Any], speed: float, inbox: queue.Queue[tuple[str, Any]]) -> None:
+def _read_call(
+    url: str, payload: dict[str, Any], dialect: str, speed: float, inbox: queue.Queue[tuple[str, Any]]
+) -> None:
     """Reader thread: stream one call, pass everything to ``inbox``."""
     try:
         call = sync.stream_chat(
-            url, payload, api_key="ssestate-demo", retry=None, first_byte_timeout=10.0 / speed + 5, idle_timeout=10.0
+            url,
+            payload,
+            api_key="ssestate-demo",
+            retry=None,
+            first_byte_timeout=10.0 / speed + 5,
+            idle_timeout=10.0,
+            dialect=dialect,
         )
         with call:
             for event in call:
@@ -163,17 +193,17 @@ def _read_call(url: str, payload: dict[str, Any], speed: float, inbox: queue.Que
         inbox.put(("fail", exc))
 
 
-def _demo_one(out: Out, url: str, name: str, *, seed: int, speed: float, rate: float) -> bool:
+def _demo_one(out: Out, origin: str, dialect: str, name: str, *, seed: int, speed: float, rate: float) -> bool:
     p = out.paint
     out.line()
-    out.line(p(f"▶ {name}", "bold") + p(f" — {DESCRIPTIONS[name]}", "dim"))
-    payload = {
-        "model": name,
-        "messages": [{"role": "user", "content": _DEMO_PROMPTS.get(name, "Tell me about server-sent events.")}],
-        "seed": seed,
-    }
+    out.line(p(f"▶ {name}", "bold") + p(f" · {API_NAMES[dialect]} — {DESCRIPTIONS[name]}", "dim"))
+    payload = request_body(dialect, name, _DEMO_PROMPTS.get(name, "Tell me about server-sent events."))
+    url = origin + BASE_PATHS[dialect]
     inbox: queue.Queue[tuple[str, Any]] = queue.Queue()
-    threading.Thread(target=_read_call, args=(url, payload, speed, inbox), name=f"demo-{name}", daemon=True).start()
+    reader = threading.Thread(
+        target=_read_call, args=(url, payload, dialect, speed, inbox), name=f"demo-{name}", daemon=True
+    )
+    reader.start()
     # The text is typed at ``rate`` (times ``speed``) however far the display
     # falls behind the network: the lag bound is only a backstop.
     screen = _Screen(out, rate * speed, _MAX_LAG)
@@ -223,8 +253,8 @@ def _demo_one(out: Out, url: str, name: str, *, seed: int, speed: float, rate: f
                 out.line(p(f"  parsed {call.name}: {json.dumps(parsed, ensure_ascii=False)}", "cyan"))
             else:
                 out.line(p(f"  {call.name}: arguments are not JSON ({problem})", "yellow"))
-    text, colour = describe_outcome(acc)
-    expected = expected_outcome(name, seed)
+    text, colour = describe_outcome(acc, dialect)
+    expected = expected_outcome(name, seed, max_tokens=payload.get("max_tokens"), dialect=dialect)
     out.line("  " + p(text, colour))
     out.line("  " + p(stats_line(item.stats, heartbeats), "dim"))
     if acc.outcome != expected:
@@ -234,7 +264,15 @@ def _demo_one(out: Out, url: str, name: str, *, seed: int, speed: float, rate: f
 
 
 def run(args: argparse.Namespace, out: Out) -> int:
-    names = args.scenario or list(DEMO_SCENARIOS)
+    if args.scenario or args.dialect:
+        dialect = args.dialect or "openai-chat"
+        refused = REFUSED.get(dialect, {})
+        for name in args.scenario or ():
+            if name in refused:
+                raise UsageError(f"{API_NAMES[dialect]} cannot play {name}: {refused[name]}")
+        tour = [(dialect, name) for name in args.scenario or DEMO_SCENARIOS if name not in refused]
+    else:
+        tour = list(DEMO_TOUR)
     p = out.paint
     start = time.monotonic()
     handler = ScenarioHandler("text", args.seed, args.speed)
@@ -246,13 +284,16 @@ def run(args: argparse.Namespace, out: Out) -> int:
     with server:
         out.line(
             p("ssestate demo", "bold")
-            + f": a loopback server at {server.url} streams {count_of(len(names), 'scenario')}; "
+            + f": a loopback server at {server.origin} streams {count_of(len(tour), 'scenario')}; "
             "each is read with ssestate.adapters.sync and typed out at a steady pace"
         )
-        ok = [_demo_one(out, server.url, name, seed=args.seed, speed=args.speed, rate=args.rate) for name in names]
+        ok = [
+            _demo_one(out, server.origin, dialect, name, seed=args.seed, speed=args.speed, rate=args.rate)
+            for dialect, name in tour
+        ]
     out.line()
     out.line(
-        f"{count_of(len(names), 'scenario')} in {time.monotonic() - start:.1f} s.  "
+        f"{count_of(len(tour), 'scenario')} in {time.monotonic() - start:.1f} s.  "
         "Try them with any client: ssestate serve --scenario random"
     )
     return EXIT_OK if all(ok) else EXIT_OUTCOME

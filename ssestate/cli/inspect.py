@@ -42,6 +42,7 @@ from .. import (
 )
 from ._analysis import Report, analyse, fixed_chunks, random_chunks, refeed
 from ._common import (
+    API_NAMES,
     EXIT_OK,
     EXIT_OUTCOME,
     Formatter,
@@ -60,12 +61,6 @@ from ._common import (
 __all__ = ["add_parser", "run"]
 
 DIALECTS = ["auto", "openai-chat", "openai-responses", "anthropic", "gemini"]
-API_NAMES = {
-    "openai-chat": "OpenAI Chat Completions",
-    "openai-responses": "OpenAI Responses API",
-    "anthropic": "Anthropic Messages",
-    "gemini": "Gemini",
-}
 
 
 def add_parser(sub: SubParsers) -> None:

@@ -416,7 +416,7 @@ _BUILDERS: dict[str, tuple[Callable[[int, float, Options], Script], Outcome, str
     "parallel-tools": (_parallel_tools, "complete", "two tool calls, index 0 then 1"),
     "n2": (_n2, "complete", "two choices interleaved (n=2), finish on the last content chunk"),
     "length": (_length, "length", "answer cut by max_tokens (finish_reason length)"),
-    "reasoning": (_reasoning, "complete", "reasoning_content first, then the answer"),
+    "reasoning": (_reasoning, "complete", "reasoning first, then the answer"),
     "drop-mid-event": (_drop_mid_event, "truncated", "connection dropped in the middle of an event"),
     "no-done": (_no_done, "complete", "every choice finished, but no [DONE] before the end"),
     "error-503": (_error_503, "error", "503 HTML page from a reverse proxy"),
