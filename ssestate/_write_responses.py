@@ -153,10 +153,14 @@ class ResponsesWriter(Writer):
         text = "".join(item.text)
         if item.kind == "message":
             out = self._close_part(item)
+            finish = self._finish
+            # A message cut by the token limit or a filter ends "incomplete",
+            # as the response does.
+            cut = finish is not None and finish.reason in _INCOMPLETE and not self._gave_up
             done: dict[str, Any] = {
                 "id": item.id,
                 "type": "message",
-                "status": "completed",
+                "status": "incomplete" if cut else "completed",
                 "content": item.parts,
                 "role": "assistant",
             }
@@ -306,10 +310,10 @@ class ResponsesWriter(Writer):
         return out
 
     def finish(self, event: Finish) -> bytes:
-        out = self._start() + self._settle()
-        self._finish = event
+        out = self._start()
+        self._finish = event  # first: the items it closes end as the answer did
         self._gave_up = self._gave_up or event.reason in ERROR_REASONS
-        return out
+        return out + self._settle()
 
     def usage(self, event: Usage) -> bytes:
         self._usage = usage_object(self.dialect, event)

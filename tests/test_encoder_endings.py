@@ -99,6 +99,15 @@ def test_responses_terminal_events(finish: Finish, word: Any, reads: str, native
     assert finish_written("openai-responses", finish) == (word, reads, native)
 
 
+@pytest.mark.parametrize(("finish", "status"), [("stop", "completed"), ("length", "incomplete"),
+                                                 ("content_filter", "incomplete")])  # fmt: skip
+def test_a_responses_message_cut_short_ends_incomplete(finish: str, status: str) -> None:
+    body = b"".join(write("openai-responses", [Delta(0, "Hi"), Finish(0, finish), Done()]))
+    [done] = [p for p in payloads(body) if p["type"] == "response.output_item.done"]
+    assert (done["item"]["type"], done["item"]["status"]) == ("message", status)
+    assert payloads(body)[-1]["response"]["output"][0]["status"] == status
+
+
 def test_chat_writes_the_finish_reason_as_it_is() -> None:
     assert finish_written("openai-chat", Finish(0, "insufficient_system_resource", "x"))[1:] == (
         "insufficient_system_resource",
