@@ -431,7 +431,7 @@ def test_hold_until_the_cap_and_stop_while_pausing() -> None:
         assert record is not None and record.outcome == "hold-expired"
         paused = http.client.HTTPConnection(running.host, running.port, timeout=30)
         paused.request("GET", "/")
-        paused.getresponse()
+        assert paused.getresponse().read1(100) == b": hi\n\n"  # the server is at the pause
     # Leaving the block stops the server in the middle of the 30 s pause.
     record = running.record_for(1, timeout=5)
     assert record is not None and (record.outcome, record.step) == ("stopped", 1)
