@@ -132,19 +132,20 @@ class BlockReader:
         (``data_only``: see ``EventStreamParser.feed_data``).  Returns the
         offset where an event that outgrew the limit starts, having read
         the lines before it; None when every event fits."""
-        if (
+        # The usual batch: whole blocks of one shape from its first byte to
+        # its last, tried before anything else is set up.  When it is not
+        # one, the general path below does not try the same cut again.
+        whole = (
             not self.open
             and len(lines) < HUGE
             and lines.endswith(b"\n\n")
             and 13 not in lines
             and len(lines) <= self.limit
-            and (
-                (lines.startswith(b"data: ") and self._plain(lines, out, data_only))
-                or (lines.startswith(b"event: ") and self._typed(lines, out, data_only))
-            )
+        )
+        if whole and (
+            (lines.startswith(b"data: ") and self._plain(lines, out, data_only))
+            or (lines.startswith(b"event: ") and self._typed(lines, out, data_only))
         ):
-            # The usual batch, whole blocks of one shape from its first byte
-            # to its last: nothing else to do.
             return None
         lf = lines.replace(b"\r\n", b"\n").replace(b"\r", b"\n") if 13 in lines else lines
         if (
@@ -178,7 +179,7 @@ class BlockReader:
             # The usual batches: whole blocks of one shape, read unchecked
             # (the whole batch fits the limit).
             end = len(lf) if lf.endswith(b"\n\n") else lf.rfind(b"\n\n") + 2
-            if end > read + 1:
+            if end > read + 1 and not (whole and end == len(lf)):
                 head = lf if read == 0 and end == len(lf) else lf[read:end]
                 if (head.startswith(b"data: ") and self._plain(head, out, data_only)) or (
                     head.startswith(b"event: ") and self._typed(head, out, data_only)

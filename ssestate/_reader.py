@@ -41,7 +41,18 @@ from ._state import Input
 from ._templates import NO_TEMPLATES, Templates
 from ._util import RemoteProtocolError
 
-__all__ = ["Reader", "Stop", "Unreadable", "count", "compact", "scan", "snippet", "stream_error", "text_of"]
+__all__ = [
+    "Reader",
+    "Stop",
+    "TypedReader",
+    "Unreadable",
+    "count",
+    "compact",
+    "scan",
+    "snippet",
+    "stream_error",
+    "text_of",
+]
 
 # The C scanner behind json.loads, called directly: (object, end) for the
 # value at an index, without json.loads's argument checks and trailing
