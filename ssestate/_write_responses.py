@@ -154,8 +154,8 @@ class ResponsesWriter(Writer):
         if item.kind == "message":
             out = self._close_part(item)
             finish = self._finish
-            # A message cut by the token limit or a filter ends "incomplete",
-            # as the response does.
+            # A message closed by a finish that cuts the answer (the token
+            # limit, a filter) ends "incomplete", as the response does.
             cut = finish is not None and finish.reason in _INCOMPLETE and not self._gave_up
             done: dict[str, Any] = {
                 "id": item.id,
