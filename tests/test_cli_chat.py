@@ -249,6 +249,12 @@ def test_each_outcome_in_one_line(monkeypatch: pytest.MonkeyPatch, finish: str |
 
 
 def test_bad_urls_and_empty_stdin_in_process(monkeypatch: pytest.MonkeyPatch) -> None:
+    for model in ("", "models/"):
+        nameless = call(monkeypatch, "chat", "--dialect", "gemini", "--base-url", "http://x", "--model", model, "hi")
+        assert (nameless.returncode, nameless.stderr) == (
+            2,
+            "ssestate chat: error: --model must name a Gemini model, e.g. gemini-2.5-flash\n",
+        )
     bad = call(monkeypatch, "chat", "--base-url", "ftp://x", "--model", "m", "hi")
     assert bad.returncode == 2
     assert bad.stderr.startswith("ssestate chat: error: base_url must be an http:// or https:// URL")
@@ -262,16 +268,16 @@ def test_bad_urls_and_empty_stdin_in_process(monkeypatch: pytest.MonkeyPatch) ->
 _REQUESTS = {
     "openai-chat": ("/v1/chat/completions", "Authorization", "Bearer k", {
         "model": "m", "messages": [{"role": "system", "content": "S"}, {"role": "user", "content": "hi"}],
-        "max_tokens": 7, "temperature": 0.5, "stream": True, "stream_options": {"include_usage": True}}),
+        "max_tokens": 64, "temperature": 0.5, "stream": True, "stream_options": {"include_usage": True}}),
     "openai-responses": ("/v1/responses", "Authorization", "Bearer k", {
-        "model": "m", "input": "hi", "instructions": "S", "max_output_tokens": 7, "temperature": 0.5,
+        "model": "m", "input": "hi", "instructions": "S", "max_output_tokens": 64, "temperature": 0.5,
         "stream": True}),
     "anthropic": ("/v1/messages", "x-api-key", "k", {
-        "model": "m", "messages": [{"role": "user", "content": "hi"}], "system": "S", "max_tokens": 7,
+        "model": "m", "messages": [{"role": "user", "content": "hi"}], "system": "S", "max_tokens": 64,
         "temperature": 0.5, "stream": True}),
     "gemini": ("/v1/models/m:streamGenerateContent?alt=sse", "x-goog-api-key", "k", {
         "contents": [{"role": "user", "parts": [{"text": "hi"}]}], "systemInstruction": {"parts": [{"text": "S"}]},
-        "generationConfig": {"maxOutputTokens": 7, "temperature": 0.5}}),
+        "generationConfig": {"maxOutputTokens": 64, "temperature": 0.5}}),
 }  # fmt: skip
 _KEYS = {"openai-chat": "OPENAI_API_KEY", "openai-responses": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY",
          "gemini": "GEMINI_API_KEY"}  # fmt: skip
@@ -290,7 +296,7 @@ def test_chat_speaks_each_api(monkeypatch: pytest.MonkeyPatch, dialect: str) -> 
 
     with ScriptServer(answer) as server:
         key = {_KEYS[dialect]: "k"}  # the variable each API's SDK reads
-        args = ["--base-url", server.url, "--model", "m", "hi", "--system", "S", "--max-tokens", "7"]
+        args = ["--base-url", server.url, "--model", "m", "hi", "--system", "S", "--max-tokens", "64"]
         result = call(monkeypatch, "chat", "--dialect", dialect, *args, "--temperature", "0.5", **key)  # type: ignore[arg-type]
         unkeyed = call(monkeypatch, "chat", "--dialect", dialect, "--base-url", server.url, "--model", "m", "hi")
     assert (result.returncode, result.stdout, result.stderr) == (0, "Hello\n", "")

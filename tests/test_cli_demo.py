@@ -92,7 +92,7 @@ def test_demo_in_process_shows_every_kind_of_ending(monkeypatch: pytest.MonkeyPa
     result = call(monkeypatch, "demo", "--speed", "20", "--rate", "2000", *[f"--scenario={n}" for n in names])
     assert result.returncode == 0, result.stdout
     assert "✗ error HTTP 401 [invalid_api_key]: Incorrect API key provided" in result.stdout
-    assert "keep-alive comments" in result.stdout
+    assert " keep-alives" in result.stdout
     assert "✓ complete (finish_reason stop, no [DONE])" in result.stdout
     assert not ANSI.search(result.stdout)
 

@@ -277,7 +277,7 @@ def stats_line(stats: StreamStats, heartbeats: int) -> str:
         f"TTFB {seconds(stats.ttfb)} · TTFT {seconds(stats.ttft)} · "
         f"gaps p50 {seconds(stats.gaps_p50)}, p95 {seconds(stats.gaps_p95)}, max {seconds(stats.gaps_max)} · "
         f"total {seconds(stats.total)} · {count_of(stats.events, 'event')}, {size(stats.bytes)}"
-        + (f", {count_of(heartbeats, 'keep-alive comment')}" if heartbeats else "")
+        + (f", {count_of(heartbeats, 'keep-alive')}" if heartbeats else "")
     )
 
 

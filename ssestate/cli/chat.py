@@ -91,7 +91,8 @@ def add_parser(sub: SubParsers) -> None:
         "--max-tokens",
         type=positive_int,
         metavar="N",
-        help="the answer's token limit (max_tokens; anthropic needs one: default 1024)",
+        help="the answer's token limit: max_tokens, max_output_tokens (at least 16) or "
+        "generationConfig.maxOutputTokens, as the API names it (anthropic needs one: default 1024)",
     )
     chat.add_argument("--temperature", type=float, metavar="T", help="temperature")
     chat.add_argument(
@@ -125,6 +126,8 @@ def run(args: argparse.Namespace, out: Out) -> int:
         prompt = sys.stdin.read() if sys.stdin is not None else ""
     if not prompt.strip():
         raise UsageError("the prompt is empty")
+    if args.dialect == "gemini" and not args.model.removeprefix("models/").strip():
+        raise UsageError("--model must name a Gemini model, e.g. gemini-2.5-flash")
     payload = request_body(
         args.dialect, args.model, prompt, system=args.system, max_tokens=args.max_tokens, temperature=args.temperature
     )

@@ -270,7 +270,7 @@ def run(args: argparse.Namespace, out: Out) -> int:
         for name in args.scenario or ():
             if name in refused:
                 raise UsageError(f"{API_NAMES[dialect]} cannot play {name}: {refused[name]}")
-        tour = [(dialect, name) for name in args.scenario or DEMO_SCENARIOS if name not in refused]
+        tour = [(dialect, name) for name in args.scenario or DEMO_SCENARIOS]
     else:
         tour = list(DEMO_TOUR)
     p = out.paint
