@@ -412,7 +412,7 @@ def _slow_first_byte(seed: int, speed: float, options: Options) -> Script:
 _BUILDERS: dict[str, tuple[Callable[[int, float, Options], Script], Outcome, str]] = {
     "text": (_text, "complete", "plain answer in bursts, JSON escapes cut across writes"),
     "cjk": (_cjk, "complete", "CJK, emoji and combining marks cut inside UTF-8 characters"),
-    "tools": (_tools, "complete", "one tool call, arguments in 1-6 character fragments"),
+    "tools": (_tools, "complete", "one tool call, arguments in 1-6 character fragments (Gemini: whole)"),
     "parallel-tools": (_parallel_tools, "complete", "two tool calls, index 0 then 1"),
     "n2": (_n2, "complete", "two choices interleaved (n=2), finish on the last content chunk"),
     "length": (_length, "length", "answer cut by max_tokens (finish_reason length)"),
