@@ -151,16 +151,17 @@ class ResponsesWriter(Writer):
         self._item = None
         where = {"item_id": item.id, "output_index": item.index}
         text = "".join(item.text)
+        # An item closed by a finish that cuts the answer (the token limit, a
+        # filter) ends "incomplete", as the response does.
+        finish = self._finish
+        cut = finish is not None and finish.reason in _INCOMPLETE and not self._gave_up
+        status = "incomplete" if cut else "completed"
         if item.kind == "message":
             out = self._close_part(item)
-            finish = self._finish
-            # A message closed by a finish that cuts the answer (the token
-            # limit, a filter) ends "incomplete", as the response does.
-            cut = finish is not None and finish.reason in _INCOMPLETE and not self._gave_up
             done: dict[str, Any] = {
                 "id": item.id,
                 "type": "message",
-                "status": "incomplete" if cut else "completed",
+                "status": status,
                 "content": item.parts,
                 "role": "assistant",
             }
@@ -179,7 +180,7 @@ class ResponsesWriter(Writer):
             done = {
                 "id": item.id,
                 "type": "function_call",
-                "status": "completed",
+                "status": status,
                 "arguments": text,
                 "call_id": item.call.id,
                 "name": name,

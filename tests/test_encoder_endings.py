@@ -106,6 +106,9 @@ def test_a_responses_message_cut_short_ends_incomplete(finish: str, status: str)
     [done] = [p for p in payloads(body) if p["type"] == "response.output_item.done"]
     assert (done["item"]["type"], done["item"]["status"]) == ("message", status)
     assert payloads(body)[-1]["response"]["output"][0]["status"] == status
+    # A tool call open when the answer is cut ends as the message does.
+    body = b"".join(write("openai-responses", [Delta(0, "Hi"), CALL, Finish(0, finish), Done()]))
+    assert [item["status"] for item in payloads(body)[-1]["response"]["output"]] == ["completed", status]
 
 
 def test_chat_writes_the_finish_reason_as_it_is() -> None:
