@@ -194,7 +194,9 @@ class Reader:
 
     def _other(self, data: str, event: str, n: int, out: list[Any]) -> Input | RemoteProtocolError | None:
         """A payload that is not one JSON object: ``[DONE]``, blank, padded
-        with whitespace, an ``event: error``, or not JSON."""
+        with whitespace, an ``event: error``, JSON of another kind (a number,
+        a string, an array, null: a chunk whose fields are all absent, so it
+        says nothing and is ignored), or not JSON (refused)."""
         text = data.strip(_ASCII_WS)
         if text == "[DONE]":
             return self._done(out)
@@ -218,7 +220,7 @@ class Reader:
             return None
         if failure is not None:
             return self._refuse(data, failure, n)
-        return self._refuse(data, f"is JSON but not an object ({type(value).__name__})", n)
+        return None
 
     def _error_event(
         self, text: str, value: dict[str, Any], n: int, out: list[Any]

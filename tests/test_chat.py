@@ -26,8 +26,8 @@ case whose name starts with ``assumed-``):
 6. ``arguments`` that is not a string (a JSON object, as some servers send)
    becomes its compact JSON text; ``arguments: null`` or missing is "".
 7. A ``data`` payload that is JSON but not an object (``42``, ``null``,
-   ``"x"``, ``[1]``) is not a chunk: ``RemoteProtocolError`` when strict,
-   skipped otherwise -- the same as text that is not JSON.
+   ``"x"``, ``[1]``) is a chunk whose every field is absent: ignored, in
+   strict mode too (only text that is not JSON is refused, SPEC §1).
 8. A clean end of stream before any choice started (an empty 200 body, only
    heartbeats, only an error) is ``Truncated("eof-before-done")``, not
    ``Done``: nothing was answered.

@@ -254,8 +254,10 @@ CASES: dict[str, Case] = {
     "not-json-strict-raises-after-earlier-events": Case(HI + b"data: {oops\n\n" + STOP, [D_HI], raises=True),
     "not-json-lenient-skipped": Case(HI + b"data: {oops\n\n" + STOP, [D_HI, F_STOP, Done(False)], strict=False),
     "json-with-trailing-garbage-is-not-json": Case(HI + b'data: {"choices":[]} x\n\n', [D_HI], raises=True),
-    "assumed-7-json-that-is-not-an-object-strict": Case(HI + b"data: 42\n\n", [D_HI], raises=True),
-    "assumed-7-json-null-strict": Case(b"data: null\n\n", [], raises=True),
+    "assumed-7-json-that-is-not-an-object-strict": Case(
+        HI + b'data: 42\n\ndata: null\n\ndata: "x"\n\ndata: [1]\n\n' + STOP, [D_HI, F_STOP, Done(False)]
+    ),
+    "assumed-7-json-null-strict": Case(b"data: null\n\n", [EOF_TRUNC]),  # nothing was answered (8)
     "assumed-7-json-that-is-not-an-object-lenient": Case(
         HI + b'data: 42\n\ndata: null\n\ndata: "x"\n\ndata: [1]\n\n' + STOP, [D_HI, F_STOP, Done(False)], strict=False
     ),

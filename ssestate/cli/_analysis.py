@@ -20,9 +20,8 @@ Responses API or Anthropic, no Gemini candidates) is a *plain* event
 stream: it is reported by its events, and the chat layer's view of it (no
 choice ever started) is left out.  Otherwise the chat layer decides the
 outcome, and every outcome but "complete" comes with a reason naming the
-choices and the cause.  A payload the lenient reader had to skip (not JSON,
-or JSON but not an object) is an error: a strict client, ``ssestate chat``
-among them, stops there.
+choices and the cause.  A payload the lenient reader had to skip (not JSON)
+is an error: a strict client, ``ssestate chat`` among them, stops there.
 """
 
 from __future__ import annotations
@@ -334,13 +333,12 @@ def analyse(body: bytes, status: int, content_type: str | None, dialect: str = "
                 chat_like = chat_like or _looks_like_chat(fev, data, parsed)
                 if data == "[DONE]":
                     done_at = offset
-                elif data and fev.event != "error" and not isinstance(parsed, dict):
-                    what = "not JSON" if parsed is ValueError else "JSON but not an object"
+                elif data and fev.event != "error" and parsed is ValueError:
                     skipped.append(
                         Problem(
                             "error",
                             offset,
-                            f"data is {what}, skipped here; a strict client (ssestate chat) stops: "
+                            f"data is not JSON, skipped here; a strict client (ssestate chat) stops: "
                             f"{short(fev.data, 50)}",
                         )
                     )
