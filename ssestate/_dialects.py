@@ -32,7 +32,7 @@ from ._responses import ResponsesReader
 from ._state import Input
 from ._util import RemoteProtocolError
 
-__all__ = ["DIALECTS", "READERS", "AutoReader", "detect"]
+__all__ = ["APIS", "DIALECTS", "READERS", "AutoReader", "detect"]
 
 READERS: dict[str, type[Reader]] = {
     "openai-chat": ChunkReader,
@@ -40,7 +40,8 @@ READERS: dict[str, type[Reader]] = {
     "anthropic": AnthropicReader,
     "gemini": GeminiReader,
 }
-DIALECTS = ("auto", *READERS)
+APIS = tuple(READERS)  # the four APIs, in the order the docs name them
+DIALECTS = ("auto", *APIS)
 _ANTHROPIC = frozenset(
     {
         "message_start",

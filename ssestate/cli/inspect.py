@@ -40,6 +40,7 @@ from .. import (
     Truncated,
     Usage,
 )
+from .._dialects import DIALECTS
 from ._analysis import Report, analyse, fixed_chunks, random_chunks, refeed
 from ._common import (
     API_NAMES,
@@ -59,8 +60,6 @@ from ._common import (
 )
 
 __all__ = ["add_parser", "run"]
-
-DIALECTS = ["auto", "openai-chat", "openai-responses", "anthropic", "gemini"]
 
 
 def add_parser(sub: SubParsers) -> None:
@@ -102,7 +101,7 @@ def add_parser(sub: SubParsers) -> None:
     )
     inspect.add_argument(
         "--dialect",
-        choices=DIALECTS,
+        choices=DIALECTS,  # the core's list: "auto" and the four APIs
         default="auto",
         help="the API the capture comes from (default: auto, told from the first payload)",
     )

@@ -49,6 +49,7 @@ import random
 from collections.abc import Callable, Mapping
 from typing import Literal
 
+from .._dialects import APIS
 from ._builder import PRIMING_TOKENS, Builder, Options, pause
 from ._errors import bad_key, overloaded, server_error
 from ._script import Script, Step
@@ -67,7 +68,7 @@ __all__ = [
 ]
 
 #: The APIs the scenarios play.
-DIALECTS = ("openai-chat", "openai-responses", "anthropic", "gemini")
+DIALECTS = APIS
 #: For each API, the scenarios it cannot play, and why.
 REFUSED: Mapping[str, Mapping[str, str]] = {
     "openai-responses": {"n2": "it streams two choices, and the Responses API answers with one (it has no n)"},

@@ -58,11 +58,10 @@ from typing import Any
 
 from hypothesis import strategies as st
 
+from .._dialects import APIS
 from ._apis_wire import api_case
 from ._cases import Block, ChatCase, Expected, ExpectedChoice, ExpectedError, ExpectedToolCall
 from ._wire import chat_case, json_values, texts
-
-_DIALECTS = ("openai-chat", "openai-responses", "anthropic", "gemini")
 
 __all__ = [
     "Block",
@@ -102,8 +101,8 @@ def chat_streams(
     Raises:
         ValueError: an unknown dialect, or ``max_choices`` below 1.
     """
-    if dialect not in _DIALECTS:
-        raise ValueError(f"chat_streams() draws dialect {', '.join(_DIALECTS)}; not {dialect!r}")
+    if dialect not in APIS:
+        raise ValueError(f"chat_streams() draws dialect {', '.join(APIS)}; not {dialect!r}")
     if max_choices < 1:
         raise ValueError(f"max_choices must be at least 1, got {max_choices!r}")
     if dialect != "openai-chat":
