@@ -45,7 +45,7 @@ from .. import (
     StreamError,
     Truncated,
 )
-from ._common import count_of, error_text, short
+from ._common import END_MARKERS, MARKER_WARNED, count_of, error_text, short
 
 __all__ = [
     "Problem",
@@ -62,16 +62,6 @@ __all__ = [
 _LINE_END = re.compile(rb"\r\n|\r|\n")
 _FIELDS = ("data", "event", "id", "retry")
 _ERROR_REASONS = ("error", "insufficient_system_resource")
-# The end marker of each API, as the problems name it (Gemini has none).
-_END_MARKERS = {
-    "openai-chat": "[DONE]",
-    "anthropic": "message_stop",
-    "openai-responses": "a terminal response event",
-    "auto": "[DONE]",  # no payload told the API: Chat Completions, the default
-}
-# The APIs whose stream may be complete without its end marker, which then
-# deserves a warning (the Responses API cannot end complete without it).
-_MARKER_WARNED = ("openai-chat", "anthropic")
 
 
 @dataclasses.dataclass
@@ -225,14 +215,14 @@ def _cut_text(truncated: Truncated, dialect: str = "openai-chat") -> str:
     if truncated.reason == "partial-event":
         lost = count_of(truncated.pending, "byte")
         return f"the body ends inside an event ({lost} of it {'is' if truncated.pending == 1 else 'are'} lost)"
-    marker = _END_MARKERS.get(dialect)
+    marker = END_MARKERS.get(dialect)
     return f"the body ended without {marker}" if marker else "the body ended"
 
 
 def _ending(acc: Accumulator, timeline: list[tuple[int, ChatEvent]], dialect: str) -> Problem | None:
     """The problem with how a chat stream of ``dialect`` ended, naming the
     unfinished choices."""
-    marker = _END_MARKERS.get(dialect, "the end marker")
+    marker = END_MARKERS.get(dialect, "the end marker")
     unfinished = sorted(i for i, c in acc.choices.items() if c.finish_reason is None)
     for offset, ev in timeline:
         if isinstance(ev, Truncated):
@@ -354,9 +344,9 @@ def analyse(body: bytes, status: int, content_type: str | None, dialect: str = "
         reason = None if cut is None else _cut_text(cut)
     else:
         problems += skipped
-        marker = _END_MARKERS.get(chat.dialect)
+        marker = END_MARKERS.get(chat.dialect)
         ended = done_at is not None or any(isinstance(ev, Done) and ev.sentinel for _, ev in timeline)
-        if streaming and chat.dialect in _MARKER_WARNED and not ended and body and acc.outcome == "complete":
+        if streaming and chat.dialect in MARKER_WARNED and not ended and body and acc.outcome == "complete":
             problems.append(
                 Problem(
                     "warning",

@@ -33,6 +33,8 @@ __all__ = [
     "EXIT_OK",
     "EXIT_OUTCOME",
     "EXIT_USAGE",
+    "END_MARKERS",
+    "MARKER_WARNED",
     "API_NAMES",
     "ChatFailure",
     "Formatter",
@@ -220,8 +222,16 @@ def request_body(
 # -- how a stream ended ------------------------------------------------------------
 
 
-# The end marker of each API that may end complete without it.
-_MARKERS = {"openai-chat": "[DONE]", "anthropic": "message_stop"}
+# The end marker of each API, as messages name it (Gemini has none).
+END_MARKERS = {
+    "openai-chat": "[DONE]",
+    "anthropic": "message_stop",
+    "openai-responses": "a terminal response event",
+    "auto": "[DONE]",  # no payload told the API: Chat Completions, the default
+}
+# The APIs whose stream may be complete without its end marker, which then
+# deserves a word (the Responses API cannot end complete without it).
+MARKER_WARNED = ("openai-chat", "anthropic")
 
 
 def describe_outcome(acc: Accumulator, dialect: str = "openai-chat") -> tuple[str, str]:
@@ -229,8 +239,8 @@ def describe_outcome(acc: Accumulator, dialect: str = "openai-chat") -> tuple[st
     outcome = acc.outcome
     reasons = sorted({c.finish_reason for c in acc.choices.values() if c.finish_reason})
     if outcome == "complete":
-        marker = _MARKERS.get(dialect)
-        sentinel = f", no {marker}" if marker and acc.done is not None and not acc.done.sentinel else ""
+        unmarked = dialect in MARKER_WARNED and acc.done is not None and not acc.done.sentinel
+        sentinel = f", no {END_MARKERS[dialect]}" if unmarked else ""
         return f"✓ complete (finish_reason {', '.join(reasons) or '-'}{sentinel})", "green"
     if outcome == "length":
         return "✂ cut by max_tokens (finish_reason length)", "yellow"
