@@ -35,7 +35,7 @@ settings.register_profile(
 )
 settings.register_profile(
     "ci",
-    max_examples=60,
+    max_examples=40,
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow],
     database=None,
