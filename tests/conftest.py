@@ -1,11 +1,12 @@
 """Hypothesis profiles for the test suite.
 
 ``dev`` (the default) keeps example counts modest so a run on a laptop stays
-quick; ``ci`` (chosen when the environment has ``CI=true``) runs as many
-examples on each of the four supported Pythons (so a CI run draws four
-times as many), never reuses a database and prints the blob to replay a
-failure: the suite runs under coverage on all four at once on two cores,
-in well under the fifteen minutes CI allows.  ``HYPOTHESIS_PROFILE=<name>`` picks a profile by hand.
+quick; ``ci`` (chosen when the environment has ``CI=true``) runs 40
+examples a property on each of the four supported Pythons (160 a CI run),
+never reuses a database and prints the blob to replay a failure: the suite
+runs under coverage on all four at once on two cores, and must stay within
+the fifteen minutes CI allows.  ``HYPOTHESIS_PROFILE=<name>`` picks a
+profile by hand.
 Neither profile derandomizes: every run explores new inputs, and a failing
 example is printed (and, under ``dev``, kept in the local example database).
 
