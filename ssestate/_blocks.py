@@ -50,8 +50,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from itertools import repeat
-from operator import itemgetter
 from typing import Any, NamedTuple
 
 from ._events import Heartbeat, ServerSentEvent, _fast
@@ -63,8 +61,11 @@ __all__ = ["HUGE", "BlockReader", "UnknownLine", "is_unknown_field", "lines_with
 # holding its text whole (see _large.py).
 HUGE = 32 * 1024
 _TERMINATOR = re.compile(rb"\r\n|\r|\n")
+# One block of a typed stream: an event line, a data line, a blank line.  A
+# block starts the batch or follows a blank line, so a search tries no place
+# inside a line and the split stays linear.
+_TYPED_BLOCK = re.compile(rb"(?:\A|(?<=\n\n))event: ([^\n]*)\ndata: ([^\n]*)\n\n")
 _FIELDS = (b"data", b"event", b"id", b"retry")
-_first, _second = itemgetter(0), itemgetter(1)
 _new_event = _fast(ServerSentEvent)
 _new_heartbeat = _fast(Heartbeat)
 
@@ -259,23 +260,18 @@ class BlockReader:
     def _typed(self, lf: bytearray, out: list[Any], data_only: bool) -> bool:
         """The usual batch of streams that name their events (the Responses
         API, Anthropic): blocks of exactly ``event: X``, ``data: Y`` and a
-        blank line.  Cut where a blank line is followed by ``event: ``, each
-        piece must then hold one LF, the one before ``data: ``.  Returns
-        False, having read nothing, for any other batch."""
-        # C-level maps over the pieces: a Python loop per event would cost
-        # as much as the rest of the framing.
-        pairs = list(map(bytearray.split, lf[7:-2].split(b"\n\nevent: "), repeat(b"\ndata: ")))
-        if list(map(len, pairs)).count(2) != len(pairs):
+        blank line.  One C-level split by the block pattern leaves, between
+        the blocks it found, only empty strings exactly when the batch is
+        nothing but such blocks.  Returns False, having read nothing, for
+        any other batch."""
+        parts = _TYPED_BLOCK.split(lf)
+        if any(parts[::3]):
             return False
-        names, datas = list(map(_first, pairs)), list(map(_second, pairs))
-        if 10 in b"".join(names) or 10 in b"".join(datas):
-            return False
-        if data_only and (
-            b"\n\nevent: error\n" in lf or lf.startswith(b"event: error\n") or (len(lf) >= HUGE and _has_huge(datas))
-        ):
+        names, datas = parts[1::3], parts[2::3]
+        if data_only and (b"error" in names or (len(lf) >= HUGE and _has_huge(datas))):
             return False  # an error event, or a huge payload: the line loop hands them out as they must be
         try:  # valid UTF-8, the usual case, is decoded fastest strictly
-            texts = list(map(bytearray.decode, datas))
+            texts = list(map(bytes.decode, datas))
         except UnicodeDecodeError:
             texts = [data.decode("utf-8", "replace") for data in datas]
         ident = self.last_event_id = self.id
@@ -427,7 +423,7 @@ def _dispatched(
     return _new_event(etype or "message", raw.decode("utf-8", "replace"), ident, retry)
 
 
-def _has_huge(pieces: list[bytearray]) -> bool:
+def _has_huge(pieces: list[bytes] | list[bytearray]) -> bool:
     """Whether a piece is the data of a huge event."""
     return max(map(len, pieces)) >= HUGE
 
