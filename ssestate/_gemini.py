@@ -147,15 +147,18 @@ class GeminiReader(Reader):
                 self._start(0)
                 self._finish(0, "content_filter", blocked, out)
         usage = chunk.get("usageMetadata")
-        if type(usage) is dict and any(type(usage.get(key)) is int for key in _COUNTS):
-            completion = count(usage.get("candidatesTokenCount")) + count(usage.get("thoughtsTokenCount"))
-            out.append(
-                _new_usage(count(usage.get("promptTokenCount")), completion, count(usage.get("totalTokenCount")), usage)
-            )
+        if type(usage) is dict:
+            self._usage(usage, out)
         error = chunk.get("error")
         if error:
             out.append(gemini_error(error, chunk))
         return None
+
+    def _usage(self, usage: dict[str, Any], out: list[Any]) -> None:
+        """A usage report: a ``Usage`` when it has a token count."""
+        prompt, candidates, thoughts, total = map(usage.get, _COUNTS)
+        if type(prompt) is int or type(candidates) is int or type(thoughts) is int or type(total) is int:
+            out.append(_new_usage(count(prompt), count(candidates) + count(thoughts), count(total), usage))
 
     def _candidate(self, pos: int, candidate: dict[str, Any], out: list[Any]) -> None:
         i = candidate.get("index")
