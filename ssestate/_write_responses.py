@@ -23,8 +23,9 @@ whole response.  The writer keeps the open item and the items done:
   under, which the SDK checks), or is written as an item of its own.
 
 Only the terminal event says how the answer ended, and only it carries the
-usage, so ``Finish`` closes the open item and is kept, ``Usage`` is kept,
-and ``Done`` writes the terminal event of the finish reason:
+usage, so ``Finish`` and ``Usage`` are kept (a later ``Finish`` replaces an
+earlier one), and ``Done`` closes the open item, its status that of the
+finish, and writes the terminal event of the finish reason:
 ``response.completed`` (``stop``, ``tool_calls`` and words this API has no
 status for), ``response.incomplete`` (``length`` as ``max_output_tokens``,
 ``content_filter``) or ``response.failed`` (``error``,
@@ -311,10 +312,14 @@ class ResponsesWriter(Writer):
         return out
 
     def finish(self, event: Finish) -> bytes:
-        out = self._start()
-        self._finish = event  # first: the items it closes end as the answer did
+        # A held call is added now, closing the item before it, which the
+        # call followed and so ended whole.  The call's item, or whatever
+        # item is open, stays open: the terminal event closes it with the
+        # status of the finish that stands then (a later one may change it).
+        out = self._start() + self._unhold()
+        self._finish = event
         self._gave_up = self._gave_up or event.reason in ERROR_REASONS
-        return out + self._settle()
+        return out
 
     def usage(self, event: Usage) -> bytes:
         self._usage = usage_object(self.dialect, event)

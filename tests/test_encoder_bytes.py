@@ -85,7 +85,9 @@ TEXT_BYTES = {
             b'data: {"type":"response.output_text.delta","content_index":0,"delta":" there",'
             b'"item_id":"msg_r1_0","logprobs":[],"output_index":0,"sequence_number":5}\n\n'
         ),
-        (  # Finish
+        b"",  # Finish: the item stays open until Done closes it
+        b"",  # Usage
+        (  # Done
             b"event: response.output_text.done\n"
             b'data: {"type":"response.output_text.done","content_index":0,"item_id":"msg_r1_0",'
             b'"logprobs":[],"output_index":0,"sequence_number":6,"text":"Hi there"}\n\n'
@@ -97,9 +99,6 @@ TEXT_BYTES = {
             b'data: {"type":"response.output_item.done","item":{"id":"msg_r1_0","type":"message",'
             b'"status":"completed","content":[{"type":"output_text","annotations":[],"logprobs":[],'
             b'"text":"Hi there"}],"role":"assistant"},"output_index":0,"sequence_number":8}\n\n'
-        ),
-        b"",  # Usage
-        (  # Done
             b"event: response.completed\n"
             b'data: {"type":"response.completed","response":{"id":"r1","object":"response",'
             b'"created_at":1700000000,"status":"completed","error":null,"incomplete_details":null,'
@@ -232,7 +231,8 @@ TOOL_BYTES = {
             b'data: {"type":"response.function_call_arguments.delta","delta":"\\"Paris\\"}",'
             b'"item_id":"fc_r1_0","output_index":0,"sequence_number":4}\n\n'
         ),
-        (  # Finish
+        b"",  # Finish
+        (  # Done
             b"event: response.function_call_arguments.done\n"
             b'data: {"type":"response.function_call_arguments.done",'
             b'"arguments":"{\\"city\\":\\"Paris\\"}","item_id":"fc_r1_0","name":"get_weather",'
@@ -241,8 +241,6 @@ TOOL_BYTES = {
             b'data: {"type":"response.output_item.done","item":{"id":"fc_r1_0","type":"function_call",'
             b'"status":"completed","arguments":"{\\"city\\":\\"Paris\\"}","call_id":"call_1",'
             b'"name":"get_weather"},"output_index":0,"sequence_number":6}\n\n'
-        ),
-        (  # Done
             b"event: response.completed\n"
             b'data: {"type":"response.completed","response":{"id":"r1","object":"response",'
             b'"created_at":1700000000,"status":"completed","error":null,"incomplete_details":null,'

@@ -111,6 +111,20 @@ def test_a_responses_message_cut_short_ends_incomplete(finish: str, status: str)
     assert [item["status"] for item in payloads(body)[-1]["response"]["output"]] == ["completed", status]
 
 
+@pytest.mark.parametrize("dialect", DIALECTS)
+@pytest.mark.parametrize(("first", "last"), [("length", "stop"), ("stop", "length"), ("content_filter", "stop")])
+def test_a_finish_that_changes_reads_back_as_the_last_one(dialect: str, first: str, last: str) -> None:
+    events = [Delta(0, "Hi"), Finish(0, first), Finish(0, last), Done()]
+    body = b"".join(write(dialect, events))
+    acc, _ = read_back(dialect, body)
+    assert acc.choices[0].finish_reason == last
+    if dialect == "openai-responses":
+        # Every item says what the terminal event says.
+        status = "incomplete" if last in ("length", "content_filter") else "completed"
+        [done] = [p for p in payloads(body) if p["type"] == "response.output_item.done"]
+        assert (done["item"]["status"], payloads(body)[-1]["response"]["output"][0]["status"]) == (status, status)
+
+
 def test_chat_writes_the_finish_reason_as_it_is() -> None:
     assert finish_written("openai-chat", Finish(0, "insufficient_system_resource", "x"))[1:] == (
         "insufficient_system_resource",
