@@ -214,6 +214,7 @@ API_HAZARDS: dict[str, dict[str, Callable[[ChatCase], bool]]] = {
         "arguments only in .done": lambda c: b"arguments.done" in c.body and b"arguments.delta" not in c.body,
         "nested error": lambda c: b'"type":"error","sequence_number"' in c.body,
         "flat error": lambda c: b'"type":"error","code"' in c.body,
+        "response.failed": lambda c: b"event: response.failed\n" in c.body,
         "lost terminal event": lambda c: c.ending == "eof-before-done",
     },
     "anthropic": {

@@ -325,8 +325,9 @@ def _gemini_data(payload: dict[str, Any]) -> bytes:
 # --- errors --------------------------------------------------------------------------------------
 
 
-def _error(draw: st.DrawFn, dialect: str, out: _Out, message: str) -> ExpectedError:
-    """Append the API's mid-stream error; the error a client must report."""
+def _error(draw: st.DrawFn, dialect: str, out: _Out, message: str, meta: dict[str, Any]) -> ExpectedError:
+    """Append the API's mid-stream error; the error a client must report
+    (``meta``: the members of a Responses API ``response``)."""
     body: dict[str, Any]
     if dialect == "anthropic":
         body = {"type": "error", "error": {"type": "overloaded_error", "message": message}}
@@ -340,7 +341,13 @@ def _error(draw: st.DrawFn, dialect: str, out: _Out, message: str) -> ExpectedEr
             out.add("error", _gemini_data({"error": error}), {"error": error})
         return ExpectedError(message, "503", "UNAVAILABLE")
     seq = sum(1 for b in out.blocks if b.payload is not None)
-    shape = draw(st.sampled_from(["nested", "flat"]))
+    shape = draw(st.sampled_from(["nested", "flat", "failed"]))
+    if shape == "failed":  # the terminal event of a response that failed: the answer's end, with an error
+        failure = {"code": "server_error", "message": message}
+        response = {**meta, "object": "response", "status": "failed", "error": failure, "output": [], "usage": None}
+        body = {"type": "response.failed", "response": response, "sequence_number": seq}
+        out.add("done", _sse("response.failed", _compact(body)), body, [(0, Gives(finish="error"))])
+        return ExpectedError(message, "server_error", None)
     if shape == "nested":  # what OpenAI sends
         error = {"type": "too_many_requests", "code": "too_many_requests", "message": message, "param": None}
         body = {"type": "error", "sequence_number": seq, "error": error}
@@ -372,8 +379,10 @@ def api_case(draw: st.DrawFn, dialect: str, max_choices: int, faults: bool) -> C
     model = draw(st.sampled_from(["gpt-5", "claude-sonnet-4-5", "gemini-2.5-flash", "模型"]))
     out = _Out()
     meta_id = {"openai-responses": "resp_1", "anthropic": "msg_1"}.get(dialect, "r1")
+    meta: dict[str, Any] = {}
     if dialect == "openai-responses":
-        _responses(draw, plans[0], out, {"id": "resp_1", "created_at": draw(st.integers(1, 2**31)), "model": model})
+        meta = {"id": "resp_1", "created_at": draw(st.integers(1, 2**31)), "model": model}
+        _responses(draw, plans[0], out, meta)
     elif dialect == "anthropic":
         _anthropic(draw, plans[0], out, {"id": "msg_1", "model": model})
     else:
@@ -387,7 +396,7 @@ def api_case(draw: st.DrawFn, dialect: str, max_choices: int, faults: bool) -> C
         at = draw(st.integers(0, last))
         del out.blocks[at:]
         out.usage = {k: u for k, u in out.usage.items() if k < at}
-        error = _error(draw, dialect, out, message)
+        error = _error(draw, dialect, out, message, meta)
     elif fault == "cut":
         events = [k for k, b in enumerate(out.blocks) if b.payload is not None]
         at = draw(st.sampled_from(events))
