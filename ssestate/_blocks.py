@@ -21,8 +21,9 @@ buffer.
   A batch usually ends inside a block (a chunk ends in the middle of a
   line); what follows the last blank line goes to the line loop, and the
   next batch first ends that block.  The commonest such block of a typed
-  stream, an ``event:`` line alone, is opened and then ended without the
-  line loop (``_typed_data``).
+  stream, an ``event:`` line alone, is opened at the end of one batch, and
+  ended by the ``data:`` line and blank line that begin the next, without
+  the line loop (``_typed_data``); the rest of that batch is then usual.
 * Everything else goes through the line loop (``_lines``), which follows
   the WHATWG steps line by line on bytes: a blank line dispatches, ``data``
   lines are appended to the data buffer, a comment is a ``Heartbeat`` at
@@ -133,21 +134,31 @@ class BlockReader:
         (``data_only``: see ``EventStreamParser.feed_data``).  Returns the
         offset where an event that outgrew the limit starts, having read
         the lines before it; None when every event fits."""
+        small = len(lines) < HUGE and 13 not in lines
+        if self.open and small:
+            # A typed stream's batch usually begins by ending the block that
+            # a lone event line opened at the end of the batch before.
+            end = self._typed_data(lines, out, data_only)
+            if end:
+                if end == len(lines):
+                    return None
+                lines = lines[end:]
+                base += end
         # The usual batch: whole blocks of one shape from its first byte to
-        # its last, tried before anything else is set up.  When it is not
-        # one, the general path below does not try the same cut again.
-        whole = (
-            not self.open
-            and len(lines) < HUGE
-            and lines.endswith(b"\n\n")
-            and 13 not in lines
-            and len(lines) <= self.limit
-        )
-        if whole and (
-            (lines.startswith(b"data: ") and self._plain(lines, out, data_only))
-            or (lines.startswith(b"event: ") and self._typed(lines, out, data_only))
-        ):
-            return None
+        # its last (a typed stream's may end with a lone event line), tried
+        # before anything else is set up.  When it is not one, the general
+        # path below does not try the same cut again.
+        whole = small and not self.open and len(lines) <= self.limit
+        if whole:
+            if lines.startswith(b"data: "):
+                if lines.endswith(b"\n\n") and self._plain(lines, out, data_only):
+                    return None
+            elif lines.startswith(b"event: "):
+                tail = self._typed(lines, out, data_only)
+                if tail is not None:
+                    if tail:
+                        self._open_type(tail, base + len(lines) - len(tail))
+                    return None
         lf = lines.replace(b"\r\n", b"\n").replace(b"\r", b"\n") if 13 in lines else lines
         if (
             data_only
@@ -163,18 +174,13 @@ class BlockReader:
         if self.open:
             # The block an earlier batch left open ends at the first blank
             # line: its lines go to the line loop, and the batch goes on
-            # from there.  A typed stream cut after an event line is usual,
-            # and its data line is read at once.
-            end = self._typed_data(lf, out, data_only)
-            if not end:
-                end = 1 if lf[:1] == b"\n" else lf.find(b"\n\n") + 2
-                if end == 1 and lf[:1] != b"\n":
-                    end = len(lf)  # no blank line: all of it belongs to the block
-                too_large = self._read_lines(batch, 0, lf if end == len(lf) else lf[:end], out, data_only)
-                if too_large is not None:
-                    return too_large
-            if end == len(lf):
-                return None
+            # from there.
+            end = 1 if lf[:1] == b"\n" else lf.find(b"\n\n") + 2
+            if end == 1 and lf[:1] != b"\n":
+                end = len(lf)  # no blank line: all of it belongs to the block
+            too_large = self._read_lines(batch, 0, lf if end == len(lf) else lf[:end], out, data_only)
+            if too_large is not None or end == len(lf):
+                return too_large
             read = end
         if len(lines) <= self.limit:
             # The usual batches: whole blocks of one shape, read unchecked
@@ -183,7 +189,7 @@ class BlockReader:
             if end > read + 1 and not (whole and end == len(lf)):
                 head = lf if read == 0 and end == len(lf) else lf[read:end]
                 if (head.startswith(b"data: ") and self._plain(head, out, data_only)) or (
-                    head.startswith(b"event: ") and self._typed(head, out, data_only)
+                    head.startswith(b"event: ") and self._typed(head, out, data_only) is not None
                 ):
                     if end == len(lf):
                         return None
@@ -196,15 +202,19 @@ class BlockReader:
             stripped = rest.lstrip(b"\n")
             read += len(rest) - len(stripped)
             rest = stripped
-        if rest.startswith(b"event: ") and rest.find(b"\n") == len(rest) - 1 and len(rest) <= self.limit:
-            # A typed stream cut after an event line, the usual end of its
-            # batches: the line opens a block of that type.
-            name = rest[7:-1]
-            self.type, self.type_size, self.kept = name.decode("utf-8", "replace"), len(name), len(name)
-            self.open = True
-            self.start = batch.offset(read, rest, 0)
+        if _lone_event_line(rest) and len(rest) <= self.limit:
+            self._open_type(rest, batch.offset(read, rest, 0))
             return None
         return self._read_lines(batch, read, rest, out, data_only)
+
+    def _open_type(self, line: bytes | bytearray, start: int) -> None:
+        """A lone event line ends the batch, the usual end of a typed
+        stream's batches: it opens a block of that type (``start``: the
+        stream offset of the line)."""
+        name = line[7:-1]
+        self.type, self.type_size, self.kept = name.decode("utf-8", "replace"), len(name), len(name)
+        self.open = True
+        self.start = start
 
     def _typed_data(self, lf: bytearray, out: list[Any], data_only: bool) -> int:
         """The usual start of a batch of a typed stream: the block opened by
@@ -257,19 +267,26 @@ class BlockReader:
             out += [_new_event("message", text, ident, None) for text in texts]
         return True
 
-    def _typed(self, lf: bytearray, out: list[Any], data_only: bool) -> bool:
+    def _typed(self, lf: bytearray, out: list[Any], data_only: bool) -> bytes | bytearray | None:
         """The usual batch of streams that name their events (the Responses
         API, Anthropic): blocks of exactly ``event: X``, ``data: Y`` and a
-        blank line.  One C-level split by the block pattern leaves, between
-        the blocks it found, only empty strings exactly when the batch is
-        nothing but such blocks.  Returns False, having read nothing, for
-        any other batch."""
+        blank line, maybe followed by a lone event line.  One C-level split
+        by the block pattern leaves, between the blocks it found, only empty
+        strings exactly when the batch is nothing but such blocks.  Returns
+        what follows the last block (empty, or the event line, left unread);
+        None, having read nothing, for any other batch."""
+        end = lf.rfind(b"\n\n") + 2  # where the last block ends (1: there is none)
+        if end == 1:
+            return lf if _lone_event_line(lf) else None
+        tail = lf[end:]
+        if tail and not _lone_event_line(tail):
+            return None  # checked first: a split that finds no block searches the whole batch
         parts = _TYPED_BLOCK.split(lf)
-        if any(parts[::3]):
-            return False
+        if len(parts.pop()) != len(tail) or any(parts[::3]):
+            return None  # something else lies after the blocks found, or between them
         names, datas = parts[1::3], parts[2::3]
         if data_only and (b"error" in names or (len(lf) >= HUGE and _has_huge(datas))):
-            return False  # an error event, or a huge payload: the line loop hands them out as they must be
+            return None  # an error event, or a huge payload: the line loop hands them out as they must be
         try:  # valid UTF-8, the usual case, is decoded fastest strictly
             texts = list(map(bytes.decode, datas))
         except UnicodeDecodeError:
@@ -280,7 +297,7 @@ class BlockReader:
         else:
             kinds = [name.decode("utf-8", "replace") or "message" for name in names]
             out += [_new_event(kind, text, ident, None) for kind, text in zip(kinds, texts, strict=True)]
-        return True
+        return tail
 
     def _huge(self, lf: bytearray, out: list[Any]) -> bool:
         """A batch for ``feed_data`` whose first line is huge (and that holds
@@ -421,6 +438,11 @@ def _dispatched(
     if data_only and etype != "error":
         return bytearray(raw) if len(raw) >= HUGE else raw.decode("utf-8", "replace")
     return _new_event(etype or "message", raw.decode("utf-8", "replace"), ident, retry)
+
+
+def _lone_event_line(line: bytes | bytearray) -> bool:
+    """Whether ``line`` is one ``event: `` line and its LF, nothing more."""
+    return line.startswith(b"event: ") and line.find(b"\n") == len(line) - 1
 
 
 def _has_huge(pieces: list[bytes] | list[bytearray]) -> bool:
