@@ -24,7 +24,8 @@ whole response.  The writer keeps the open item and the items done:
 
 Only the terminal event says how the answer ended, and only it carries the
 usage, so ``Finish`` and ``Usage`` are kept (a later ``Finish`` replaces an
-earlier one), and ``Done`` closes the open item, its status that of the
+earlier one, except that a response that failed stays failed), and ``Done``
+closes the open item, the last of the answer, with the status of that
 finish, and writes the terminal event of the finish reason:
 ``response.completed`` (``stop``, ``tool_calls`` and words this API has no
 status for), ``response.incomplete`` (``length`` as ``max_output_tokens``,
@@ -125,7 +126,7 @@ class ResponsesWriter(Writer):
     def _terminal(self) -> bytes:
         finish = self._finish
         assert finish is not None
-        out = self._settle()
+        out = self._unhold() + self._close(last=True)
         fields: dict[str, Any] = {"output": self._output, "usage": self._usage}
         if self._gave_up:
             status = "failed"
@@ -144,18 +145,20 @@ class ResponsesWriter(Writer):
         self._items += 1
         return self._event("response.output_item.added", item=item, output_index=self._item.index)
 
-    def _close(self, replacement: Mapping[str, Any] | None = None) -> bytes:
-        """Close the open item (a reasoning item as ``replacement``, when given)."""
+    def _close(self, replacement: Mapping[str, Any] | None = None, last: bool = False) -> bytes:
+        """Close the open item (a reasoning item as ``replacement``, when
+        given); ``last``: the terminal event closes it."""
         item = self._item
         if item is None:
             return b""
         self._item = None
         where = {"item_id": item.id, "output_index": item.index}
         text = "".join(item.text)
-        # An item closed by a finish that cuts the answer (the token limit, a
-        # filter) ends "incomplete", as the response does.
+        # The last item of an answer that was cut (the token limit, a filter)
+        # ends "incomplete", as the response does; an item that more output
+        # followed ended whole.
         finish = self._finish
-        cut = finish is not None and finish.reason in _INCOMPLETE and not self._gave_up
+        cut = last and finish is not None and finish.reason in _INCOMPLETE and not self._gave_up
         status = "incomplete" if cut else "completed"
         if item.kind == "message":
             out = self._close_part(item)

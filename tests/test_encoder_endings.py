@@ -125,6 +125,30 @@ def test_a_finish_that_changes_reads_back_as_the_last_one(dialect: str, first: s
         assert (done["item"]["status"], payloads(body)[-1]["response"]["output"][0]["status"]) == (status, status)
 
 
+@pytest.mark.parametrize(
+    ("more", "statuses"),
+    [
+        (Delta(0, "", None, "think"), ["completed", None]),  # a reasoning item: no status of its own
+        (CALL, ["completed", "LAST"]),
+        (Delta(0, "", None, None, "no"), ["LAST"]),  # a refusal goes on in the same message
+    ],
+)
+@pytest.mark.parametrize("last", ["stop", "length"])
+def test_a_responses_item_that_more_output_followed_ended_whole(more: Any, statuses: list[Any], last: str) -> None:
+    # Whatever finish stood when the next item began, only the last item
+    # takes the status of the finish the answer ended with.
+    body = b"".join(write("openai-responses", [Delta(0, "Hi"), Finish(0, "length"), more, Finish(0, last), Done()]))
+    want = [("incomplete" if last == "length" else "completed") if s == "LAST" else s for s in statuses]
+    assert [item.get("status") for item in payloads(body)[-1]["response"]["output"]] == want
+
+
+def test_a_responses_answer_that_failed_stays_failed() -> None:
+    body = b"".join(write("openai-responses", [Delta(0, "Hi"), Finish(0, "error"), Finish(0, "stop"), Done()]))
+    assert payloads(body)[-1]["type"] == "response.failed"
+    acc, _ = read_back("openai-responses", body)
+    assert (acc.choices[0].finish_reason, acc.outcome) == ("error", "error")
+
+
 def test_chat_writes_the_finish_reason_as_it_is() -> None:
     assert finish_written("openai-chat", Finish(0, "insufficient_system_resource", "x"))[1:] == (
         "insufficient_system_resource",
