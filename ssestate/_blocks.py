@@ -147,7 +147,8 @@ class BlockReader:
         # The usual batch: whole blocks of one shape from its first byte to
         # its last (a typed stream's may end with a lone event line), tried
         # before anything else is set up.  When it is not one, the general
-        # path below does not try the same cut again.
+        # path below does not try the same cut again (unless the batch ended
+        # with a lone event line: then its blocks are tried once more).
         whole = small and not self.open and len(lines) <= self.limit
         if whole:
             if lines.startswith(b"data: "):

@@ -341,7 +341,8 @@ def _error(draw: st.DrawFn, dialect: str, out: _Out, message: str, meta: dict[st
             out.add("error", _gemini_data({"error": error}), {"error": error})
         return ExpectedError(message, "503", "UNAVAILABLE")
     seq = sum(1 for b in out.blocks if b.payload is not None)
-    shape = draw(st.sampled_from(["nested", "flat", "failed"]))
+    # response.failed ends a response that started; an error event may come first.
+    shape = draw(st.sampled_from(["nested", "flat", "failed"] if out.blocks else ["nested", "flat"]))
     if shape == "failed":  # the terminal event of a response that failed: the answer's end, with an error
         failure = {"code": "server_error", "message": message}
         response = {**meta, "object": "response", "status": "failed", "error": failure, "output": [], "usage": None}
