@@ -234,7 +234,7 @@ def test_tool_names_sent_a_character_at_a_time_cost_linear_time() -> None:
             acc.feed(ToolCallFragment(0, 0, None, "x"))
         assert len(acc.choices[0].tool_calls[0].name) == n + 1
 
-    assert grows_linearly(run, 100_000) < 8
+    assert grows_linearly(run, 30_000) < 8  # quadratic: about 16 at this size
 
 
 def test_a_repeated_whole_name_is_still_ignored() -> None:
