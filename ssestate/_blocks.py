@@ -164,7 +164,7 @@ class BlockReader:
         if (
             data_only
             and lf is lines
-            and len(lf) > HUGE
+            and HUGE < len(lf) <= self.limit  # read unchecked: the whole batch fits the limit
             and not self.open
             and lf.find(b"\n", 0, HUGE) < 0  # the first line is huge
             and self._huge(lines, out)

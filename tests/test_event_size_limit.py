@@ -12,12 +12,14 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from helpers import chunked, chunkings, until_error
 from hypothesis import given
 from hypothesis import strategies as st
 
 from ssestate import (
     CLOSED,
+    ChatStream,
     EventStreamParser,
     Heartbeat,
     LocalProtocolError,
@@ -71,6 +73,22 @@ def test_a_long_comment_outside_a_block_counts_as_an_unterminated_line() -> None
         got = run(chunks, 10)
         message = "event too large: the event that starts at byte 0 holds more than max_event_size=10 bytes"
         assert got[0] == ("error", message, 0), name
+
+
+@pytest.mark.parametrize("before", [b"", b"data: {}\n\n"])
+def test_a_huge_event_over_the_limit_fails_for_the_layers_above_too(before: bytes) -> None:
+    # An event of 32 KiB or more reaches ChatStream as its bytes, by a path
+    # of its own; the limit holds there as everywhere.
+    stream = before + b"data: " + b"a" * 40_000 + b"\n\n"
+    message = f"event too large: the event that starts at byte {len(before)} holds more than max_event_size=1000 bytes"
+    cuts = {"whole": [stream], "cut": [stream[:100], stream[100:]], "after": [before, stream[len(before) :]]}
+    for name, chunks in cuts.items():
+        chunks = [chunk for chunk in chunks if chunk]
+        parser = EventStreamParser(max_event_size=1000)
+        items = [item for chunk in chunks for item in parser.feed_data(chunk)]
+        assert [str(item) for item in items] == [*(["{}"] if before else []), message], name
+        events, error = until_error(ChatStream(max_event_size=1000), chunks)
+        assert (events, str(error)) == ([], message), name
 
 
 LINE = st.sampled_from(["data: ", "data:", ": ", "event: e", "id: 7", "retry: 5", "", "x: y"]).flatmap(
