@@ -382,11 +382,13 @@ def test_size_limit_agrees_with_reference(stream: bytes, limit: int, data: st.Da
     assert limited(chunks, limit, lazy=True) == expected
 
 
-# Events over 4 KiB: a batch holding only one of them is decoded on a
-# separate path, which must mean the same.
+# Events over 4 KiB, and over 32 KiB: the data of a huge one reaches the
+# layers above as its bytes (feed_data), by a path of its own, which must
+# mean the same.
 large_payload = st.builds(
-    lambda piece, extra: piece * (4100 // len(piece) + extra),
+    lambda piece, size, extra: piece * (size // len(piece) + extra),
     st.sampled_from([b"x", "é".encode(), b"\xff", "😀".encode(), b"a:b "]),
+    st.sampled_from([4100, 33_000]),
     st.integers(0, 40),
 )
 large_streams = st.builds(
@@ -407,6 +409,54 @@ def test_agrees_with_reference_on_large_events(stream: bytes, data: st.DataObjec
     expected = ([e for e, _ in ref.events] + [CLOSED], ref.last_event_id, ref.retry)
     assert outcome([stream]) == expected
     assert outcome(data.draw(chunked(stream, max_cuts=6), label="chunks")) == expected
+
+
+def data_view(chunks: list[bytes], limit: int | None, *, by_data: bool) -> list[Any]:
+    """What ``feed_data`` hands out (``by_data``), or what it should: the
+    events of ``feed`` with each one's data alone, unless its type is
+    "error"; the fault last, as text and offset."""
+    parser = EventStreamParser() if limit is None else EventStreamParser(max_event_size=limit)
+    out: list[Any] = []
+    try:
+        for chunk in [*chunks, b""]:
+            for item in parser.feed_data(chunk) if by_data else parser.feed(chunk):
+                if type(item) is ServerSentEvent and item.event != "error":
+                    item = item.data
+                if type(item) is bytearray:  # the data of a huge event, undecoded
+                    item = item.decode("utf-8", "replace")
+                if type(item) is RemoteProtocolError:
+                    raise item
+                out.append(item)
+    except RemoteProtocolError as err:
+        out.append((str(err), err.offset))
+    return out
+
+
+@given(stream=sse_bytes(), limit=st.one_of(st.none(), st.integers(1, 64)), data=st.data())
+def test_feed_data_gives_the_data_of_what_feed_gives(stream: bytes, limit: int | None, data: st.DataObject) -> None:
+    chunks = data.draw(chunked(stream), label="chunks")
+    assert data_view(chunks, limit, by_data=True) == data_view(chunks, limit, by_data=False)
+
+
+# One-line events of 32 KiB or more among plain ones: feed_data's own path.
+huge_streams = st.builds(
+    lambda before, piece, extra, after: before + b"data: " + piece * (33_000 // len(piece) + extra) + b"\n\n" + after,
+    complete_events,
+    st.sampled_from([b"x", "é".encode(), b"\xff", "😀".encode()]),
+    st.integers(0, 4000),
+    st.sampled_from([b"", b"data: y\n\n", b"event: e\ndata: z\n\n", b"data: x"]),
+)
+
+
+@fewer
+@given(
+    stream=st.one_of(large_streams, huge_streams),
+    limit=st.one_of(st.none(), st.integers(4000, 40_000)),
+    data=st.data(),
+)
+def test_feed_data_gives_the_data_of_large_events(stream: bytes, limit: int | None, data: st.DataObject) -> None:
+    chunks = data.draw(chunked(stream, max_cuts=6), label="chunks")
+    assert data_view(chunks, limit, by_data=True) == data_view(chunks, limit, by_data=False)
 
 
 def test_a_whole_body_in_one_call() -> None:
