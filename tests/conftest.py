@@ -1,8 +1,8 @@
 """Hypothesis profiles for the test suite.
 
 ``dev`` (the default) keeps example counts modest so a run on a laptop stays
-quick; ``ci`` (chosen when the environment has ``CI=true``) runs 40
-examples a property on each of the four supported Pythons (160 a CI run),
+quick; ``ci`` (chosen when the environment has ``CI=true``) runs 30
+examples a property on each of the four supported Pythons (120 a CI run),
 never reuses a database and prints the blob to replay a failure: the suite
 runs under coverage on all four at once on two cores, and must stay within
 the fifteen minutes CI allows.  ``HYPOTHESIS_PROFILE=<name>`` picks a
@@ -36,7 +36,7 @@ settings.register_profile(
 )
 settings.register_profile(
     "ci",
-    max_examples=40,
+    max_examples=30,
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow],
     database=None,
