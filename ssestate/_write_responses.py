@@ -126,7 +126,7 @@ class ResponsesWriter(Writer):
     def _terminal(self) -> bytes:
         finish = self._finish
         assert finish is not None
-        out = self._unhold() + self._close(last=True)
+        out = self._settle(last=True)
         fields: dict[str, Any] = {"output": self._output, "usage": self._usage}
         if self._gave_up:
             status = "failed"
@@ -226,8 +226,9 @@ class ResponsesWriter(Writer):
         }
         return out + self._add("function_call", item, call)
 
-    def _settle(self) -> bytes:
-        return self._unhold() + self._close()
+    def _settle(self, last: bool = False) -> bytes:
+        """Add a held call, then close the open item (``last``: see ``_close``)."""
+        return self._unhold() + self._close(last=last)
 
     def _into(self, kind: str) -> bytes:
         """Make sure an item of ``kind`` ("message" or "reasoning") is open."""

@@ -385,12 +385,17 @@ def test_size_limit_agrees_with_reference(stream: bytes, limit: int, data: st.Da
 # Events over 4 KiB, and over 32 KiB: the data of a huge one reaches the
 # layers above as its bytes (feed_data), by a path of its own, which must
 # mean the same.
-large_payload = st.builds(
-    lambda piece, size, extra: piece * (size // len(piece) + extra),
-    st.sampled_from([b"x", "é".encode(), b"\xff", "😀".encode(), b"a:b "]),
-    st.sampled_from([4100, 33_000]),
-    st.integers(0, 40),
-)
+def payloads(*sizes: int) -> st.SearchStrategy[bytes]:
+    """A piece repeated to at least one of ``sizes`` bytes."""
+    return st.builds(
+        lambda piece, size, extra: piece * (size // len(piece) + extra),
+        st.sampled_from([b"x", "é".encode(), b"\xff", "😀".encode(), b"a:b "]),
+        st.sampled_from(sizes),
+        st.integers(0, 40),
+    )
+
+
+large_payload = payloads(4100, 33_000)
 large_streams = st.builds(
     lambda before, gap, head, payload, end, after: before + gap + head + payload + end + after,
     sse_bytes(max_parts=8),
@@ -440,10 +445,9 @@ def test_feed_data_gives_the_data_of_what_feed_gives(stream: bytes, limit: int |
 
 # One-line events of 32 KiB or more among plain ones: feed_data's own path.
 huge_streams = st.builds(
-    lambda before, piece, extra, after: before + b"data: " + piece * (33_000 // len(piece) + extra) + b"\n\n" + after,
+    lambda before, payload, after: before + b"data: " + payload + b"\n\n" + after,
     complete_events,
-    st.sampled_from([b"x", "é".encode(), b"\xff", "😀".encode()]),
-    st.integers(0, 4000),
+    payloads(33_000),
     st.sampled_from([b"", b"data: y\n\n", b"event: e\ndata: z\n\n", b"data: x"]),
 )
 
