@@ -328,7 +328,9 @@ def test_each_classic_bug_is_caught(bug: str) -> None:
 
 
 def test_a_counterexample_is_small_and_readable() -> None:
-    one_bug = settings(DEFAULTS, report_multiple_bugs=False)
+    # One fixed seed: how small a shrink ends is luck of the draw, and this
+    # test pins the size of what the user reads, not the luck.
+    one_bug = settings(DEFAULTS, report_multiple_bugs=False, derandomize=True)
     with pytest.raises(AssertionError) as failure:
         property_for(lambda chunks: Reader("stop-at-finish").read(chunks), how=one_bug)()
     report = "\n".join(getattr(failure.value, "__notes__", []))
