@@ -20,6 +20,9 @@ end marker: the body ends when the answer does.
   choice 0 as ``content_filter``.
 * ``usageMetadata`` is cumulative: every report with a token count is a
   ``Usage`` (completion counts the thoughts); one without counts is none.
+* The usual chunk (one candidate adding one text part, the usage so far)
+  teaches a template (see ``_templates.py``) that reads the text and the
+  usage, the only two members that change, without parsing the rest.
 * An error inside a 200 stream comes two ways: as a ``data:`` payload with
   an ``error`` member, or written as raw, pretty-printed JSON lines with no
   ``data:``, which the event stream format ignores.  The parser hands those
@@ -36,6 +39,7 @@ from typing import Any
 from ._events import Continuation, Delta, StreamError, ToolCallFragment, Usage, _fast
 from ._reader import Reader, compact, count, text_of
 from ._state import Input
+from ._templates import Spec, TemplateKind
 
 __all__ = ["GeminiReader", "RawJson", "gemini_error"]
 
@@ -43,6 +47,8 @@ _new_content = _fast(Delta, "choice", "content")
 _new_delta = _fast(Delta)
 _new_fragment = _fast(ToolCallFragment)
 _new_usage = _fast(Usage)
+_REASONING = ("", None, "", None)  # the fields of a reasoning Delta (the text goes in slot 2)
+_TEXT = ("candidates", 0, "content", "parts", 0, "text")
 _FILTERED = frozenset(
     {
         "SAFETY",
@@ -55,7 +61,6 @@ _FILTERED = frozenset(
         "IMAGE_RECITATION",
     }
 )
-_COUNTS = ("promptTokenCount", "candidatesTokenCount", "thoughtsTokenCount", "totalTokenCount")
 # The most text of raw JSON lines kept while waiting for them to make an
 # object: an error object is a few hundred bytes.
 _RAW_LIMIT = 1 << 20
@@ -115,13 +120,26 @@ class RawJson:
         return value
 
 
+def usage_event(usage: object) -> Usage | None:
+    """The ``Usage`` of a usage report, when it is an object with a token
+    count; else None."""
+    if type(usage) is not dict:
+        return None
+    get = usage.get
+    prompt, candidates = get("promptTokenCount"), get("candidatesTokenCount")
+    thoughts, total = get("thoughtsTokenCount"), get("totalTokenCount")
+    if type(prompt) is int and type(candidates) is int and type(total) is int and thoughts is None:
+        return _new_usage(prompt, candidates, total, usage)  # the usual report, read in one step
+    if type(prompt) is int or type(candidates) is int or type(thoughts) is int or type(total) is int:
+        return _new_usage(count(prompt), count(candidates) + count(thoughts), count(total), usage)
+    return None
+
+
 class GeminiReader(Reader):
     """Read a Gemini ``streamGenerateContent?alt=sse`` stream (see the
     module docstring)."""
 
     dialect = "gemini"
-
-    learns = False  # every chunk carries the usage so far: no usual chunk repeats
 
     __slots__ = ("_calls", "_raw")
 
@@ -140,25 +158,46 @@ class GeminiReader(Reader):
             for pos, candidate in enumerate(candidates):
                 if type(candidate) is dict:
                     self._candidate(pos, candidate, out)
+            if data and len(candidates) == 1 and not self.templates.waiting():
+                self._learn(data, chunk, candidates[0])
         else:
             feedback = chunk.get("promptFeedback")
             blocked = feedback.get("blockReason") if type(feedback) is dict else None
             if type(blocked) is str and blocked:
                 self._start(0)
                 self._finish(0, "content_filter", blocked, out)
-        usage = chunk.get("usageMetadata")
-        if type(usage) is dict:
-            self._usage(usage, out)
+        usage = usage_event(chunk.get("usageMetadata"))
+        if usage is not None:
+            out.append(usage)
         error = chunk.get("error")
         if error:
             out.append(gemini_error(error, chunk))
         return None
 
-    def _usage(self, usage: dict[str, Any], out: list[Any]) -> None:
-        """A usage report: a ``Usage`` when it has a token count."""
-        prompt, candidates, thoughts, total = map(usage.get, _COUNTS)
-        if type(prompt) is int or type(candidates) is int or type(thoughts) is int or type(total) is int:
-            out.append(_new_usage(count(prompt), count(candidates) + count(thoughts), count(total), usage))
+    def _learn(self, data: str, chunk: dict[str, Any], candidate: object) -> None:
+        """The payload of a chunk whose one candidate adds one text part (or
+        thought), without a finish or an error, may teach a template: the
+        text varies, and so does the usage so far."""
+        if type(candidate) is not dict or candidate.get("finishReason") or chunk.get("error"):
+            return
+        content = candidate.get("content")
+        parts = content.get("parts") if type(content) is dict else None
+        if type(parts) is not list or len(parts) != 1 or type(part := parts[0]) is not dict:
+            return
+        text = part.get("text")
+        if type(text) is not str or not text:
+            return
+        i = candidate.get("index")
+        i = i if type(i) is int else 0
+        if len(part) == 1:
+            spec = Spec(_TEXT, i)
+        elif len(part) == 2 and part.get("thought") is True:
+            spec = Spec(_TEXT, i, TemplateKind.FIELDS, fields=_REASONING, slot=2)
+        else:
+            return  # a signature, a call: more to read than the text
+        if type(chunk.get("usageMetadata")) is dict:
+            spec = spec._replace(member="usageMetadata", value_event=usage_event)
+        self.templates.missed(data, chunk, spec, text)
 
     def _candidate(self, pos: int, candidate: dict[str, Any], out: list[Any]) -> None:
         i = candidate.get("index")

@@ -38,7 +38,7 @@ from ._events import Done, Finish, ServerSentEvent, StreamError, Truncated, _fas
 from ._framing import UnknownLine
 from ._large import read_large
 from ._state import Input
-from ._templates import NO_TEMPLATES, Templates
+from ._templates import NO_TEMPLATES, Templates, scan
 from ._util import RemoteProtocolError
 
 __all__ = [
@@ -54,10 +54,6 @@ __all__ = [
     "text_of",
 ]
 
-# The C scanner behind json.loads, called directly: (object, end) for the
-# value at an index, without json.loads's argument checks and trailing
-# whitespace regex (the reader checks what follows the value itself).
-scan: Callable[[str, int], tuple[Any, int]] = json.scanner.make_scanner(json.JSONDecoder())  # type: ignore[attr-defined]
 _JSON_WS = " \t\n\r"  # JSON's whitespace: RFC 8259 allows these four only
 _ASCII_WS = " \t\n\r\x0c"  # WHATWG's ASCII whitespace, around [DONE]
 DONE_SENTINEL = Done(True)

@@ -161,7 +161,7 @@ class ResponsesReader(TypedReader):
         what is missing.  The sequence number varies from event to event."""
         if data:
             number = "sequence_number" if type(chunk.get("sequence_number")) is int else None
-            self.templates.missed(data, chunk, spec._replace(note=self._said[key], number=number, owner=key), value)
+            self.templates.missed(data, chunk, spec._replace(note=self._said[key], member=number, owner=key), value)
 
     # -- tool calls ---------------------------------------------------------------------------
 

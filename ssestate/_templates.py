@@ -23,6 +23,10 @@ makes the probe text invalid; a key, or a value that a later duplicate key
 overrides, leaves the text as it was: each fails the check.  Chunks with
 more to read than the one string are never learnt from: usage, ``x_groq``
 or an error member, logprobs, a finish reason, tool calls beside a text.
+One exception: a top-level member whose value changes from chunk to chunk
+(a sequence number, Gemini's usage so far) may follow the string.  The C
+scanner reads that value at its place, checked by a probe value in the
+same way, and the reader says what event it gives (``value_event``).
 
 A template says what to build with the string it reads (``kind``): the
 usual ``Delta`` of a content text alone, a ``Delta`` whose other fields are
@@ -41,14 +45,27 @@ from __future__ import annotations
 
 import enum
 import json
-import re
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
 from ._events import Delta, ToolCallFragment, _fast
 
-__all__ = ["NO_TEMPLATES", "Spec", "Template", "TemplateKind", "Templates", "learn", "text_fields", "text_hole"]
+__all__ = [
+    "NO_TEMPLATES",
+    "Spec",
+    "Template",
+    "TemplateKind",
+    "Templates",
+    "learn",
+    "scan",
+    "text_fields",
+    "text_hole",
+]
 
+# The C scanner behind json.loads, called directly: (object, end) for the
+# value at an index, without json.loads's argument checks and trailing
+# whitespace regex (the caller checks what follows the value itself).
+scan: Callable[[str, int], tuple[Any, int]] = json.scanner.make_scanner(json.JSONDecoder())  # type: ignore[attr-defined]
 # The C scanner's string reader: (text, end) for the literal whose opening
 # quote is just before the index.
 _scanstring: Callable[[str, int], tuple[str, int]] = json.decoder.scanstring  # type: ignore[attr-defined]
@@ -68,10 +85,7 @@ SIZE = 2048
 _PATIENCE = 256
 _PROBE = "ssestate probe"
 _PROBE_PAD = "ssestate padding probe"
-_PROBE_NUMBER = "987654321"
-# A JSON integer that is not negative (no leading zero): what a template
-# reads where an integer varies.
-_NUMBER = re.compile(r"0|[1-9][0-9]*")
+_PROBE_VALUE = '{"ssestate probe":[1]}'
 PAD = "obfuscation"  # OpenAI's random padding: a top-level string no event reads
 # The members of a delta that hold text, in the order Delta reads them.
 _TEXT = ("content", "reasoning_content", "reasoning", "refusal")
@@ -95,9 +109,10 @@ class Template(NamedTuple):
     module docstring)."""
 
     head: str  # the payload up to the opening quote of the string
-    tail: str  # the payload after its closing quote (after the padding, the number, if any)
+    tail: str  # the payload after its closing quote (after the padding, the varying value, if any)
     pad: str | None  # between the string and the padding literal, when padded
-    number: str | None  # between what precedes a varying integer and the integer, when one varies
+    value: str | None  # between what precedes a varying member's value and the value, when one varies
+    value_event: Callable[[Any], Any] | None  # the event of that value (None: none), if it gives one
     choice: int
     kind: TemplateKind
     tool: int  # ARGUMENTS: the tool index
@@ -121,7 +136,8 @@ class Spec(NamedTuple):
     slot: int = -1
     empty: Delta | ToolCallFragment | None = None  # what an empty string gives
     note: list[str] | None = None  # the reader's list of the strings read, to append each to
-    number: str | None = None  # a top-level member holding an integer that varies (a sequence number)
+    member: str | None = None  # a top-level member whose value varies (a sequence number, the usage)
+    value_event: Callable[[Any], Any] | None = None  # what the reader makes of that value, if anything
     owner: object = None  # what the template reads; the choice when None
 
 
@@ -146,7 +162,7 @@ class Templates:
         appended to ``out`` and True returned.  Anything else (no template
         matches, a literal that is not valid JSON, data that is not text)
         returns False, having done nothing, and the payload is parsed."""
-        for head, tail, pad, number, choice, kind, tool, fields, slot, empty, note, _ in self.learnt:
+        for head, tail, pad, varying, value_event, choice, kind, tool, fields, slot, empty, note, _ in self.learnt:
             try:
                 if not data.startswith(head):  # AttributeError / TypeError: not text
                     continue
@@ -155,15 +171,12 @@ class Templates:
                     if not data.startswith(pad, end):
                         return False
                     end = _scanstring(data, end + len(pad))[1]
-            except (AttributeError, TypeError, ValueError):
+                if varying is not None:
+                    if not data.startswith(varying, end):
+                        return False
+                    found, end = scan(data, end + len(varying))  # StopIteration: not a JSON value
+            except (AttributeError, TypeError, ValueError, StopIteration, RecursionError):
                 return False
-            if number is not None:
-                if not data.startswith(number, end):
-                    return False
-                found = _NUMBER.match(data, end + len(number))
-                if found is None:
-                    return False
-                end = found.end()
             if end + len(tail) != len(data) or not data.endswith(tail):
                 return False
             if not value:
@@ -179,6 +192,10 @@ class Templates:
                 out.append(_new_delta(choice, *text, None))
             if note is not None and value:
                 note.append(value)
+            if value_event is not None:
+                event = value_event(found)
+                if event is not None:
+                    out.append(event)
             self._wait = 0  # a template reads chunks: learning may go on at once
             self._fresh = False
             return True
@@ -217,16 +234,15 @@ class Templates:
         self._misses = 0
         self._wait = min(4 * self._wait + 1, _PATIENCE)
         template = learn(data, chunk, spec, value)
-        if template is not None and all(template[:10] != held[:10] for held in self.learnt):
+        if template is not None and all(template[:11] != held[:11] for held in self.learnt):
             self.learnt.insert(0, template)
             del self.learnt[LIMIT:]
             self._fresh = True
 
 
-# The templates of a reader that learns none (Gemini's, whose chunks all
-# carry the usage so far; the auto reader's, which hands every chunk on):
-# only ``missed`` adds a template, and such a reader never calls it, so one
-# empty instance serves them all.
+# The templates of a reader that learns none (the auto reader's, which hands
+# every chunk on): only ``missed`` adds a template, and such a reader never
+# calls it, so one empty instance serves them all.
 NO_TEMPLATES = Templates()
 
 
@@ -250,13 +266,13 @@ def learn(data: str, chunk: dict[str, Any], spec: Spec, value: str) -> Template 
             pad = tail[: b + 1]
             tail = tail[b + pad_size :]
             probe_text += pad + _PROBE_PAD + '"'
-    number = None
-    if spec.number is not None:
-        found = _number_in(tail, spec.number, chunk.get(spec.number))
+    varying = None
+    if spec.member is not None:
+        found = _value_in(tail, spec.member, chunk.get(spec.member))
         if found is None:
             return None
-        number, tail = tail[: found[0]], tail[found[1] :]
-        probe_text += number + _PROBE_NUMBER
+        varying, tail = tail[: found[0]], tail[found[1] :]
+        probe_text += varying + _PROBE_VALUE
     probe_text += tail
     try:
         probe, end = _parse(probe_text)
@@ -267,27 +283,42 @@ def learn(data: str, chunk: dict[str, Any], spec: Spec, value: str) -> Template 
             return None
         if pad is not None and probe[PAD] != _PROBE_PAD:
             return None
-        if number is not None and probe[spec.number] != int(_PROBE_NUMBER):
+        if spec.member is not None and probe[spec.member] != json.loads(_PROBE_VALUE):
             return None
     except (ValueError, RecursionError, LookupError, TypeError):
         return None
     owner = spec.choice if spec.owner is None else spec.owner
     return Template(
-        head, tail, pad, number, spec.choice, spec.kind, spec.tool, spec.fields, spec.slot, spec.empty, spec.note, owner
+        head,
+        tail,
+        pad,
+        varying,
+        spec.value_event if varying is not None else None,
+        spec.choice,
+        spec.kind,
+        spec.tool,
+        spec.fields,
+        spec.slot,
+        spec.empty,
+        spec.note,
+        owner,
     )
 
 
-def _number_in(tail: str, member: str, value: object) -> tuple[int, int] | None:
-    """Where the integer ``value`` of the top-level member ``member`` is
-    written in ``tail``: (start, end) of its digits, or None."""
-    if type(value) is not int or value < 0:
-        return None
-    digits = str(value)
+def _value_in(tail: str, member: str, value: object) -> tuple[int, int] | None:
+    """Where ``value``, the value of the top-level member ``member``, is
+    written in ``tail`` after the last ``"member":``: (start, end), or None."""
     for key in (f'"{member}":', f'"{member}": '):
-        at = tail.rfind(key + digits)
-        if at >= 0:
-            start = at + len(key)
-            return start, start + len(digits)
+        at = tail.rfind(key)
+        if at < 0:
+            continue
+        start = at + len(key)
+        try:
+            found, end = scan(tail, start)
+        except (StopIteration, ValueError, RecursionError):
+            continue  # a space after the colon: the next key says
+        if type(found) is type(value) and found == value:
+            return start, end
     return None
 
 

@@ -91,13 +91,101 @@ def chat_chunk(content: str, pad: str, key: str) -> bytes:
     return b"data: " + json.dumps(chunk, separators=(",", ":")).encode() + b"\n\n"
 
 
+def gemini_chunk(text: str, usage: str, *, usage_first: bool = False, thought: bool = False, more: str = "") -> bytes:
+    """A Gemini chunk of one text part (a thought: ``thought``), with
+    ``usage`` written as is (any text, JSON or not) after the candidates or
+    before them (``usage_first``), and ``more`` members at its end."""
+    part = json.dumps({"text": text, **({"thought": True} if thought else {})}, ensure_ascii=False)
+    candidates = f'"candidates": [{{"content": {{"parts": [{part}], "role": "model"}}, "index": 0}}]'
+    members = [f'"usageMetadata": {usage}', candidates] if usage_first else [candidates, f'"usageMetadata": {usage}']
+    payload = "{" + ", ".join([*members, '"modelVersion": "gemini-2.5-flash"']) + more + "}"
+    return f"data: {payload}\r\n\r\n".encode()
+
+
+def gemini_usage(n: int) -> str:
+    return json.dumps({"promptTokenCount": 9, "candidatesTokenCount": n, "totalTokenCount": 9 + n})
+
+
+# What may stand where Gemini's usage varies: reports of other shapes (a
+# thinking model's count, nested details, no count, counts of other types)
+# and other JSON values; text that is not JSON or nests too deeply (each
+# ends its stream with a fault, so each has a stream of its own).
+ODD_USAGE = [
+    json.dumps({"promptTokenCount": 9, "candidatesTokenCount": 3, "thoughtsTokenCount": 40, "totalTokenCount": 52}),
+    json.dumps({"promptTokenCount": 9, "promptTokensDetails": [{"modality": "TEXT", "tokenCount": 9}]}),
+    "{}",
+    json.dumps({"promptTokenCount": True, "candidatesTokenCount": 2.5, "totalTokenCount": "12"}),
+    "null",
+    "[1, 2]",
+    '"many"',
+    "-7",
+    "{ }",
+]
+ODD_NUMBERS: list[Any] = [None, -1, "7", 2.5, True, 3e2, [[{}]], 8]
+BAD_USAGE = ["{oops}", "oops", "01", "[" * 5000 + "]" * 5000, '{"promptTokenCount": 9'.ljust(30)]
+
+
 ODD_ENVELOPES = {
-    # The number a template reads where the sequence number varies must be
-    # a JSON integer that is not negative: anything else is parsed.
+    # Any JSON value may stand where the sequence number varies: the reader
+    # has no use for it, and a template reads past it.
     "sequence numbers of other types": (
         "openai-responses",
         b"".join(responses_text(n, n) for n in range(6))
-        + b"".join(responses_text(n, odd) for n, odd in enumerate([None, -1, "7", 2.5, True, 3e2, 8])),
+        + b"".join(responses_text(n, odd) for n, odd in enumerate(ODD_NUMBERS)),
+    ),
+    # Where the usage so far varies, what stands there is read as a parse
+    # reads it, or the chunk is parsed (and refused, when it is not JSON).
+    "gemini usage of other shapes": (
+        "gemini",
+        b"".join(gemini_chunk(f"w{n} ", gemini_usage(n)) for n in range(6))
+        + b"".join(gemini_chunk(f"odd{n}", odd) for n, odd in enumerate(ODD_USAGE)),
+    ),
+    # Thoughts are reasoning; a finish, a signature or a second part after
+    # a template is learnt are parsed.
+    **{
+        f"gemini usage that is not JSON ({bad[:8]})": (
+            "gemini",
+            b"".join(gemini_chunk(f"w{n} ", gemini_usage(n)) for n in range(6)) + gemini_chunk("bad", bad),
+        )
+        for bad in BAD_USAGE
+    },
+    # A part that is not a thought, and says so.
+    "gemini thought false": (
+        "gemini",
+        b"".join(gemini_chunk(f"w{n} ", gemini_usage(n)).replace(b'"}]', b'", "thought": false}]') for n in range(6)),
+    ),
+    "gemini thoughts and chunks with more to read": (
+        "gemini",
+        b"".join(gemini_chunk(f"t{n} ", gemini_usage(n), thought=True) for n in range(6))
+        + b"".join(gemini_chunk(f"w{n} ", gemini_usage(n)) for n in range(6))
+        + gemini_chunk("x", gemini_usage(7), more=', "error": {"code": 500, "message": "late"}')
+        + gemini_chunk("y", gemini_usage(8)).replace(b'"index": 0', b'"index": 0, "finishReason": "MAX_TOKENS"')
+        + gemini_chunk("z", gemini_usage(9)).replace(b'"text": "z"', b'"text": "z", "thoughtSignature": "c2ln"')
+        + gemini_chunk("w", gemini_usage(10)).replace(b'"text": "w"}', b'"text": "w"}, {"text": "v"}'),
+    ),
+    # The usage before the text: the envelope before the text varies, and no
+    # template is learnt.
+    "gemini usage first": (
+        "gemini",
+        b"".join(gemini_chunk(f"w{n} ", gemini_usage(n), usage_first=True) for n in range(8)),
+    ),
+    # A member of that name nested after the top-level one, equal to it in
+    # the chunk a template is learnt from, then varying while the top-level
+    # one stays: the probe finds it is not the chunk's usage.
+    "gemini usage nested after it": (
+        "gemini",
+        b"".join(
+            gemini_chunk(f"n{n} ", gemini_usage(0), more=f', "x": {{"usageMetadata": {gemini_usage(n)}}}')
+            for n in range(8)
+        ),
+    ),
+    # The usage written twice, the last one counting: a template reads the
+    # last, or none.
+    "gemini usage twice": (
+        "gemini",
+        b"".join(
+            gemini_chunk(f"d{n} ", gemini_usage(n), more=f', "usageMetadata": {gemini_usage(0)}') for n in range(8)
+        ),
     ),
     # A sequence number before the varying string: no template is learnt.
     "the sequence number first": (
