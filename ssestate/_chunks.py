@@ -14,7 +14,8 @@ member of another shape ends that reading with an exception before
 anything is appended, and the general loop (``_choices``) reads the chunk
 instead.  Usage, ``x_groq`` and ``error`` members are read after the
 choices.  A usual chunk that no template read may teach one
-(``_templates.py``), so that the next is read without a parse.
+(``_templates.py``), so that the next is read without a parse; the usage
+a chunk carries (vLLM's on every chunk) varies under the template.
 """
 
 from __future__ import annotations
@@ -49,6 +50,15 @@ class _ToolPlaces:
         self.ids: dict[tuple[int, int], str] = {}  # (choice, tool index) -> id
         self.where: dict[tuple[int, int], int] = {}  # (choice, array position) -> tool index
         self.free: dict[int, int] = {}  # choice -> next free tool index
+
+
+def usage_event(usage: object) -> Usage | None:
+    """The ``Usage`` of a chunk's ``usage`` member, when it is a non-empty
+    object; else None."""
+    if not usage or type(usage) is not dict:
+        return None
+    get = usage.get
+    return _new_usage(count(get("prompt_tokens")), count(get("completion_tokens")), count(get("total_tokens")), usage)
 
 
 class ChunkReader(Reader):
@@ -120,28 +130,28 @@ class ChunkReader(Reader):
     def _spec(chunk: dict[str, Any], i: int, where: int | str) -> Spec | None:
         """Where the one varying string of a usual chunk of choice ``i`` is
         (``where``: the delta member holding the text, or the tool index of
-        a lone arguments fragment), for a template; None when the chunk has
-        more to read than that string: usage, ``x_groq``, an error, logprobs."""
-        if (
-            chunk.get("usage")
-            or "x_groq" in chunk
-            or "error" in chunk
-            or chunk["choices"][0].get("logprobs") is not None
-        ):
+        a lone arguments fragment), for a template, with the usage when the
+        chunk carries one (vLLM's usage on every chunk); None when the chunk
+        has more to read than that: ``x_groq``, an error, logprobs."""
+        if "x_groq" in chunk or "error" in chunk or chunk["choices"][0].get("logprobs") is not None:
             return None
         if isinstance(where, int):
             path = ("choices", 0, "delta", "tool_calls", 0, "function", "arguments")
-            return Spec(path, i, TemplateKind.ARGUMENTS, tool=where, empty=_new_arguments(i, where, ""))
-        # What the delta gives with a text in this member, and with none.  The
-        # other members hold no text, so the two differ in one field only.
-        delta = chunk["choices"][0]["delta"]
-        probed = text_fields({**delta, where: _HOLE})
-        if probed == (_HOLE, None, None, None):
-            return Spec(("choices", 0, "delta", where), i)
-        blank = text_fields({**delta, where: ""})
-        empty = _new_delta(i, *blank, None) if any(blank) else None
-        slot = probed.index(_HOLE)
-        return Spec(("choices", 0, "delta", where), i, TemplateKind.FIELDS, fields=probed, slot=slot, empty=empty)
+            spec = Spec(path, i, TemplateKind.ARGUMENTS, tool=where, empty=_new_arguments(i, where, ""))
+        else:
+            # What the delta gives with a text in this member, and with none.
+            # The other members hold no text, so the two differ in one field.
+            delta = chunk["choices"][0]["delta"]
+            probed = text_fields({**delta, where: _HOLE})
+            spec = Spec(("choices", 0, "delta", where), i)
+            if probed != (_HOLE, None, None, None):
+                blank = text_fields({**delta, where: ""})
+                empty = _new_delta(i, *blank, None) if any(blank) else None
+                fields = TemplateKind.FIELDS
+                spec = spec._replace(kind=fields, fields=probed, slot=probed.index(_HOLE), empty=empty)
+        if type(chunk.get("usage")) is dict:
+            return spec._replace(member="usage", value_event=usage_event)
+        return spec
 
     def _choices(self, choices: list[Any], out: list[Any]) -> None:
         """A chunk's choices, in array order: per choice its ``Delta``, its
@@ -228,15 +238,9 @@ class ChunkReader(Reader):
         if not usage or type(usage) is not dict:
             groq = chunk.get("x_groq")
             usage = groq.get("usage") if type(groq) is dict else None
-        if usage and type(usage) is dict:
-            out.append(
-                _new_usage(
-                    count(usage.get("prompt_tokens")),
-                    count(usage.get("completion_tokens")),
-                    count(usage.get("total_tokens")),
-                    usage,
-                )
-            )
+        found = usage_event(usage)
+        if found is not None:
+            out.append(found)
         error = chunk.get("error")
         if error:
             out.append(stream_error(None, error, chunk, text_of(error, data)))

@@ -21,12 +21,13 @@ out as the text (the padding probe as the padding).  A literal found inside
 another string only changes that string; one found where two strings meet
 makes the probe text invalid; a key, or a value that a later duplicate key
 overrides, leaves the text as it was: each fails the check.  Chunks with
-more to read than the one string are never learnt from: usage, ``x_groq``
-or an error member, logprobs, a finish reason, tool calls beside a text.
-One exception: a top-level member whose value changes from chunk to chunk
-(a sequence number, Gemini's usage so far) may follow the string.  The C
-scanner reads that value at its place, checked by a probe value in the
-same way, and the reader says what event it gives (``value_event``).
+more to read than the one string are never learnt from: ``x_groq`` or an
+error member, logprobs, a finish reason, tool calls beside a text.  One
+exception: a top-level member whose value changes from chunk to chunk (a
+sequence number, the usage so far of vLLM and Gemini) may follow the
+string.  The C scanner reads that value at its place, checked by a probe
+value in the same way, and the reader says what event it gives
+(``value_event``).
 
 A template says what to build with the string it reads (``kind``): the
 usual ``Delta`` of a content text alone, a ``Delta`` whose other fields are

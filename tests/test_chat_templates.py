@@ -22,7 +22,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import ssestate._templates
-from ssestate import ChatStream, Delta, Done, Finish, ToolCallFragment
+from ssestate import ChatStream, Delta, Done, Finish, ToolCallFragment, Usage
 from ssestate.testing.strategies import chat_streams, mutated_streams, texts
 
 ENVELOPE: dict[str, Any] = {
@@ -178,6 +178,53 @@ def test_choices_of_n_2_keep_a_template_each() -> None:
     same_as_parsed(body(*payloads))
 
 
+def usage(n: int) -> dict[str, int]:
+    return {"prompt_tokens": 17, "total_tokens": 17 + n, "completion_tokens": n}
+
+
+# What may stand where the usage varies once a template reads it: reports of
+# other shapes, other JSON values, none.
+ODD_USAGE: list[Any] = [
+    {"prompt_tokens": 17, "completion_tokens": 4, "prompt_tokens_details": {"cached_tokens": 3}},
+    {},
+    None,
+    [1],
+    "x",
+    {"prompt_tokens": True, "completion_tokens": 2.5, "total_tokens": "9"},
+    usage(9),
+]
+
+
+def test_usage_on_every_chunk_is_read_with_the_text() -> None:
+    # vLLM's continuous_usage_stats: the usage so far on every chunk, after
+    # the choices; a template reads the text and the usage.
+    payloads = [chunk({"role": "assistant", "content": ""}, usage=usage(0))]
+    payloads += [chunk({"content": text}, usage=usage(n)) for n, text in enumerate(TEXTS, 1)]
+    payloads += [chunk({"content": "w"}, usage=odd) for odd in ODD_USAGE]
+    events = same_as_parsed(body(*payloads))
+    reports = [(e.prompt_tokens, e.completion_tokens, e.total_tokens) for e in events if type(e) is Usage]
+    assert reports[: len(TEXTS) + 2] == [(17, n, 17 + n) for n in range(len(TEXTS) + 1)] + [(17, 4, 0)]
+    assert reports[len(TEXTS) + 2 :] == [(0, 0, 0), (17, 9, 26)]  # {}, null, [1] and "x" give none
+    assert [e.content for e in events if type(e) is Delta] == ["", *[t for t in TEXTS if t], *"w" * len(ODD_USAGE)]
+
+
+def test_usage_that_moves_or_is_written_twice_reads_as_parsed() -> None:
+    first = json.dumps(chunk({"content": "a"}), separators=(",", ":"))
+    streams: list[list[Any]] = [
+        # Before the choices: the envelope before the text varies.
+        [json.dumps({"usage": usage(n), **chunk({"content": f"w{n}"})}) for n in range(8)],
+        # Twice, the last one counting; equal in the chunk learnt from.
+        [first[:-1] + f',"usage":{json.dumps(usage(n))},"usage":{json.dumps(usage(0))}}}' for n in range(8)],
+        # A member of that name nested after it, equal to it in the chunk
+        # learnt from, then varying while the top-level one stays.
+        [first[:-1] + f',"usage":{json.dumps(usage(0))},"x":{{"usage":{json.dumps(usage(n))}}}}}' for n in range(8)],
+        # An error member after a template was learnt.
+        [*(chunk({"content": f"w{n}"}, usage=usage(n)) for n in range(4)), chunk({"content": "e"}, error={"m": 1})],
+    ]
+    for payloads in streams:
+        same_as_parsed(body(START, *payloads))
+
+
 # -- chunks a template must not be learnt from, or must not read ----------------------
 
 
@@ -197,9 +244,15 @@ REFUSED = {
     "found in an overridden value": tuple(
         json.dumps(chunk({"content": t}), separators=(",", ":"))[:-1] + ',"z":"a","z":"b"}' for t in "ab"
     ),
-    "usage on every chunk": (
-        chunk({"content": "a"}, usage={"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2}),
-        chunk({"content": "b"}, usage={"prompt_tokens": 1, "completion_tokens": 2, "total_tokens": 3}),
+    # Groq's usage counts when the chunk's own is not an object: a template
+    # reading only the chunk's own would miss it.
+    "usage beside x_groq": (
+        {"x_groq": {"usage": {"prompt_tokens": 5}}, **chunk({"content": "a"}, usage={"prompt_tokens": 1})},
+        {"x_groq": {"usage": {"prompt_tokens": 5}}, **chunk({"content": "b"}, usage=None)},
+    ),
+    "usage beside an error": (
+        chunk({"content": "a"}, usage={"prompt_tokens": 1}, error={"message": "m"}),
+        chunk({"content": "b"}, usage={"prompt_tokens": 2}, error={"message": "m"}),
     ),
     "logprobs": tuple(
         {**chunk({"content": t}), "choices": [{"index": 0, "delta": {"content": t}, "logprobs": {"content": []}}]}
