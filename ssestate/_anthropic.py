@@ -108,6 +108,8 @@ class AnthropicReader(TypedReader):
             return
         kind = block.get("type")
         kind = kind if type(kind) is str else ""
+        if index in self._blocks:
+            self.templates.forget(index)  # the block starts again: its parts are kept anew, not where they noted
         self._blocks[index] = _Block(kind, block)
         self._start(0)
         if kind == "text":
@@ -161,6 +163,7 @@ class AnthropicReader(TypedReader):
         block = self._blocks.pop(index, None) if type(index) is int else None
         if block is None:
             return
+        self.templates.forget(index)  # a fragment after the stop belongs to no block
         if block.kind == "tool_use" and not block.parts:
             # A tool with no parameters streams one empty fragment: its
             # arguments are the input it started with.

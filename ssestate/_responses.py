@@ -176,7 +176,10 @@ class ResponsesReader(TypedReader):
         name = name if type(name) is str and name else None
         args = args if type(args) is str else ""
         self._calls[index] = (call_id, name)
-        self._said[("arguments", index, None)] = [args]
+        key = ("arguments", index, None)
+        if key in self._said:
+            self.templates.forget(key)  # the item starts again: what was said of it is forgotten
+        self._said[key] = [args]
         out.append(_new_fragment(0, index, call_id, name, args))
 
     def _arguments(self, data: str, chunk: dict[str, Any], out: list[Any]) -> None:

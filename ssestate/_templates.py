@@ -27,7 +27,10 @@ exception: a top-level member whose value changes from chunk to chunk (a
 sequence number, the usage so far of vLLM and Gemini) may follow the
 string.  The C scanner reads that value at its place, checked by a probe
 value in the same way, and the reader says what event it gives
-(``value_event``).
+(``value_event``).  Read alone, the value nests one level less than in
+the payload, so a value that may nest more than ``_DEPTH`` levels (it has
+more brackets) is left to the parse, which refuses what is nested too
+deeply to read.
 
 A template says what to build with the string it reads (``kind``): the
 usual ``Delta`` of a content text alone, a ``Delta`` whose other fields are
@@ -86,7 +89,12 @@ SIZE = 2048
 _PATIENCE = 256
 _PROBE = "ssestate probe"
 _PROBE_PAD = "ssestate padding probe"
-_PROBE_VALUE = '{"ssestate probe":[1]}'
+_PROBE_VALUE = {"ssestate probe": [1]}
+_PROBE_VALUE_TEXT = json.dumps(_PROBE_VALUE)
+# The most levels a varying value read by a template may nest, far below
+# the depth at which any Python's parse refuses JSON (about 1,000 at the
+# least); a value of at most twice as many characters nests no deeper.
+_DEPTH = 200
 PAD = "obfuscation"  # OpenAI's random padding: a top-level string no event reads
 # The members of a delta that hold text, in the order Delta reads them.
 _TEXT = ("content", "reasoning_content", "reasoning", "refusal")
@@ -112,7 +120,7 @@ class Template(NamedTuple):
     head: str  # the payload up to the opening quote of the string
     tail: str  # the payload after its closing quote (after the padding, the varying value, if any)
     pad: str | None  # between the string and the padding literal, when padded
-    value: str | None  # between what precedes a varying member's value and the value, when one varies
+    before_value: str | None  # from the string (or the padding) to the varying member's value, if one varies
     value_event: Callable[[Any], Any] | None  # the event of that value (None: none), if it gives one
     choice: int
     kind: TemplateKind
@@ -138,7 +146,9 @@ class Spec(NamedTuple):
     empty: Delta | ToolCallFragment | None = None  # what an empty string gives
     note: list[str] | None = None  # the reader's list of the strings read, to append each to
     member: str | None = None  # a top-level member whose value varies (a sequence number, the usage)
-    value_event: Callable[[Any], Any] | None = None  # what the reader makes of that value, if anything
+    # What the reader makes of that value (an event, or None); it must not
+    # raise, since the string's event is out by then.
+    value_event: Callable[[Any], Any] | None = None
     owner: object = None  # what the template reads; the choice when None
 
 
@@ -163,7 +173,7 @@ class Templates:
         appended to ``out`` and True returned.  Anything else (no template
         matches, a literal that is not valid JSON, data that is not text)
         returns False, having done nothing, and the payload is parsed."""
-        for head, tail, pad, varying, value_event, choice, kind, tool, fields, slot, empty, note, _ in self.learnt:
+        for head, tail, pad, before_value, value_event, choice, kind, tool, fields, slot, empty, note, _ in self.learnt:
             try:
                 if not data.startswith(head):  # AttributeError / TypeError: not text
                     continue
@@ -172,10 +182,13 @@ class Templates:
                     if not data.startswith(pad, end):
                         return False
                     end = _scanstring(data, end + len(pad))[1]
-                if varying is not None:
-                    if not data.startswith(varying, end):
+                if before_value is not None:
+                    if not data.startswith(before_value, end):
                         return False
-                    found, end = scan(data, end + len(varying))  # StopIteration: not a JSON value
+                    at = end + len(before_value)
+                    member_value, end = scan(data, at)  # StopIteration: not a JSON value
+                    if end - at > 2 * _DEPTH and data.count("[", at, end) + data.count("{", at, end) > _DEPTH:
+                        return False  # maybe nested too deeply for a parse
             except (AttributeError, TypeError, ValueError, StopIteration, RecursionError):
                 return False
             if end + len(tail) != len(data) or not data.endswith(tail):
@@ -194,7 +207,7 @@ class Templates:
             if note is not None and value:
                 note.append(value)
             if value_event is not None:
-                event = value_event(found)
+                event = value_event(member_value)
                 if event is not None:
                     out.append(event)
             self._wait = 0  # a template reads chunks: learning may go on at once
@@ -209,6 +222,16 @@ class Templates:
             self._misses += 1
             return True
         return False
+
+    def forget(self, owner: object) -> None:
+        """Let ``owner``'s templates go: the reader starts what they read
+        anew (a block or an item started again at its index), and the list
+        they note in is no longer the one it keeps."""
+        kept = [template for template in self.learnt if template.owner != owner]
+        if len(kept) < len(self.learnt):
+            # Still fresh only if the newest template is still there.
+            self._fresh = self._fresh and bool(kept) and kept[0] is self.learnt[0]
+            self.learnt = kept
 
     def clear(self) -> None:
         """The stream will read no more chunks: let the templates go."""
@@ -235,7 +258,9 @@ class Templates:
         self._misses = 0
         self._wait = min(4 * self._wait + 1, _PATIENCE)
         template = learn(data, chunk, spec, value)
-        if template is not None and all(template[:11] != held[:11] for held in self.learnt):
+        # Two templates that differ only in where they note and whose they
+        # are (the last two fields) read the same payloads: one is enough.
+        if template is not None and all(template[:-2] != held[:-2] for held in self.learnt):
             self.learnt.insert(0, template)
             del self.learnt[LIMIT:]
             self._fresh = True
@@ -267,13 +292,13 @@ def learn(data: str, chunk: dict[str, Any], spec: Spec, value: str) -> Template 
             pad = tail[: b + 1]
             tail = tail[b + pad_size :]
             probe_text += pad + _PROBE_PAD + '"'
-    varying = None
+    before_value = None
     if spec.member is not None:
         found = _value_in(tail, spec.member, chunk.get(spec.member))
         if found is None:
             return None
-        varying, tail = tail[: found[0]], tail[found[1] :]
-        probe_text += varying + _PROBE_VALUE
+        before_value, tail = tail[: found[0]], tail[found[1] :]
+        probe_text += before_value + _PROBE_VALUE_TEXT
     probe_text += tail
     try:
         probe, end = _parse(probe_text)
@@ -284,7 +309,7 @@ def learn(data: str, chunk: dict[str, Any], spec: Spec, value: str) -> Template 
             return None
         if pad is not None and probe[PAD] != _PROBE_PAD:
             return None
-        if spec.member is not None and probe[spec.member] != json.loads(_PROBE_VALUE):
+        if spec.member is not None and probe[spec.member] != _PROBE_VALUE:
             return None
     except (ValueError, RecursionError, LookupError, TypeError):
         return None
@@ -293,8 +318,8 @@ def learn(data: str, chunk: dict[str, Any], spec: Spec, value: str) -> Template 
         head,
         tail,
         pad,
-        varying,
-        spec.value_event if varying is not None else None,
+        before_value,
+        spec.value_event if before_value is not None else None,
         spec.choice,
         spec.kind,
         spec.tool,
@@ -317,7 +342,7 @@ def _value_in(tail: str, member: str, value: object) -> tuple[int, int] | None:
         try:
             found, end = scan(tail, start)
         except (StopIteration, ValueError, RecursionError):
-            continue  # a space after the colon: the next key says
+            continue  # not a value there (a space after the colon, for one): the other spelling may be
         if type(found) is type(value) and found == value:
             return start, end
     return None

@@ -120,7 +120,41 @@ ODD_USAGE = [
     '"many"',
     "-7",
     "{ }",
+    json.dumps({"promptTokenCount": 9, "long": "[{" * 300}),  # long, with brackets inside a string only
+    json.dumps({"promptTokenCount": 9, "deep": [[[[[[[[[[1]]]]]]]]]], "long": "-" * 500}),
 ]
+
+
+def typed(payload: dict[str, Any]) -> bytes:
+    """One event of the Responses API or Anthropic, its type on the event line."""
+    return f"event: {payload['type']}\ndata: {json.dumps(payload)}\n\n".encode()
+
+
+def block_start(kind: str) -> bytes:
+    block = (
+        {"type": kind, "thinking": ""} if kind == "thinking" else {"type": kind, "id": "t", "name": "f", "input": {}}
+    )
+    return typed({"type": "content_block_start", "index": 0, "content_block": block})
+
+
+def block_delta(kind: str, text: str) -> bytes:
+    member = {"thinking_delta": "thinking", "input_json_delta": "partial_json", "text_delta": "text"}[kind]
+    return typed({"type": "content_block_delta", "index": 0, "delta": {"type": kind, member: text}})
+
+
+BLOCK_STOP = typed({"type": "content_block_stop", "index": 0})
+MESSAGE_START = typed({"type": "message_start", "message": {"id": "m", "role": "assistant", "content": []}})
+
+
+def call_item(n: int) -> bytes:
+    item = {"type": "function_call", "call_id": "c", "name": "f"}
+    added = typed({"type": "response.output_item.added", "output_index": 1, "item": item})
+    return added + b"".join(
+        typed({"type": "response.function_call_arguments.delta", "output_index": 1, "delta": f"{n}{k}"})
+        for k in range(3)
+    )
+
+
 ODD_NUMBERS: list[Any] = [None, -1, "7", 2.5, True, 3e2, [[{}]], 8]
 BAD_USAGE = ["{oops}", "oops", "01", "[" * 5000 + "]" * 5000, '{"promptTokenCount": 9'.ljust(30)]
 
@@ -162,6 +196,36 @@ ODD_ENVELOPES = {
         + gemini_chunk("y", gemini_usage(8)).replace(b'"index": 0', b'"index": 0, "finishReason": "MAX_TOKENS"')
         + gemini_chunk("z", gemini_usage(9)).replace(b'"text": "z"', b'"text": "z", "thoughtSignature": "c2ln"')
         + gemini_chunk("w", gemini_usage(10)).replace(b'"text": "w"}', b'"text": "w"}, {"text": "v"}'),
+    ),
+    # A block or an item started again at its index, or fragments after its
+    # stop: what a template learnt from the first noted into the first one's
+    # parts, and a fragment after the stop belongs to no block.
+    "anthropic thinking started again": (
+        "anthropic",
+        MESSAGE_START
+        + block_start("thinking")
+        + b"".join(block_delta("thinking_delta", t) for t in "abc")
+        + block_start("thinking")
+        + b"".join(block_delta("thinking_delta", t) for t in "de")
+        + BLOCK_STOP,
+    ),
+    "anthropic tool input started again, and after its stop": (
+        "anthropic",
+        MESSAGE_START
+        + block_start("tool_use")
+        + b"".join(block_delta("input_json_delta", t) for t in ["{", '"a"', ":1"])
+        + block_start("tool_use")
+        + b"".join(block_delta("input_json_delta", t) for t in ["{", '"b"', ":2", "}"])
+        + BLOCK_STOP
+        + b"".join(block_delta("input_json_delta", t) for t in "xy")
+        + block_start("tool_use")
+        + BLOCK_STOP,
+    ),
+    "responses call item added again": (
+        "openai-responses",
+        call_item(1)
+        + call_item(2)
+        + typed({"type": "response.function_call_arguments.done", "output_index": 1, "arguments": "202122z"}),
     ),
     # The usage before the text: the envelope before the text varies, and no
     # template is learnt.
@@ -213,3 +277,44 @@ def test_odd_envelopes_read_by_templates_as_parsed(name: str) -> None:
         got = until_error(ChatStream(dialect=dialect), chunks)
         want = without_templates(body, chunks, dialect)
         assert (got[0], str(got[1])) == (want[0], str(want[1]))
+
+
+def nested_value_streams(depth: int) -> dict[str, bytes]:
+    """For each API whose template reads a varying member, two payloads:
+    the usual one, then one whose varying member is an array ``depth``
+    deep."""
+    deep = "[" * depth + "]" * depth
+    usual = gemini_usage(1)
+    return {
+        "gemini": gemini_chunk("a", usual) + gemini_chunk("b", deep),
+        "openai-responses": responses_text(1, 1)
+        + responses_text(2, 0).replace(b'"sequence_number":0', b'"sequence_number":' + deep.encode()),
+    }
+
+
+def read_at_one_depth(body: bytes, dialect: str, learn: bool) -> tuple[list[Any], str]:
+    """``body`` read whole, with templates or without, from the same stack
+    depth either way: on CPython 3.10 and 3.11 the frames of the caller
+    count toward the limit that makes a parse refuse deep JSON."""
+    with unittest.mock.patch.object(ssestate._templates, "SIZE", ssestate._templates.SIZE if learn else 0):
+        events, error = until_error(ChatStream(dialect=dialect), [body])
+    return events, str(error)
+
+
+@pytest.mark.parametrize("dialect", ["gemini", "openai-responses"])
+def test_a_varying_value_nested_at_the_parse_limit_reads_as_parsed(dialect: str) -> None:
+    # Read alone, the varying value nests one level less than in its
+    # payload: at the depth where a parse of the payload refuses it, a
+    # template must not read it.  The depth is found on the running Python.
+    def refused(depth: int) -> bool:
+        return read_at_one_depth(nested_value_streams(depth)[dialect], dialect, False)[1] != "None"
+
+    low, high = 1, 1 << 16
+    while low < high:
+        middle = (low + high) // 2
+        low, high = (low, middle) if refused(middle) else (middle + 1, high)
+    assert refused(low) and not refused(low - 1)
+    for depth in (low - 1, low, low + 1):
+        body = nested_value_streams(depth)[dialect]
+        for name in (dialect, "auto"):
+            assert read_at_one_depth(body, name, True) == read_at_one_depth(body, name, False), depth
