@@ -108,8 +108,9 @@ class AnthropicReader(TypedReader):
             return
         kind = block.get("type")
         kind = kind if type(kind) is str else ""
-        if index in self._blocks:
-            self.templates.forget(index)  # the block starts again: its parts are kept anew, not where they noted
+        # A template learnt at this index before (from an earlier block, or a
+        # delta with no block) notes elsewhere than in the new block's parts.
+        self.templates.forget(index)
         self._blocks[index] = _Block(kind, block)
         self._start(0)
         if kind == "text":

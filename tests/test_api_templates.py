@@ -221,6 +221,24 @@ ODD_ENVELOPES = {
         + block_start("tool_use")
         + BLOCK_STOP,
     ),
+    # Thinking deltas before their block starts, or after it stopped: a
+    # template learnt from them noted nowhere, and must not read the block's.
+    "anthropic thinking before its block starts": (
+        "anthropic",
+        b"".join(block_delta("thinking_delta", t) for t in "ab")
+        + block_start("thinking")
+        + b"".join(block_delta("thinking_delta", t) for t in "cd")
+        + BLOCK_STOP,
+    ),
+    "anthropic thinking after its stop, then started again": (
+        "anthropic",
+        block_start("thinking")
+        + BLOCK_STOP
+        + b"".join(block_delta("thinking_delta", t) for t in "xy")
+        + block_start("thinking")
+        + block_delta("thinking_delta", "b")
+        + BLOCK_STOP,
+    ),
     "responses call item added again": (
         "openai-responses",
         call_item(1)
