@@ -91,9 +91,12 @@ _PROBE = "ssestate probe"
 _PROBE_PAD = "ssestate padding probe"
 _PROBE_VALUE = {"ssestate probe": [1]}
 _PROBE_VALUE_TEXT = json.dumps(_PROBE_VALUE)
-# The most levels a varying value read by a template may nest, far below
-# the depth at which any Python's parse refuses JSON (about 1,000 at the
-# least); a value of at most twice as many characters nests no deeper.
+# The most levels a varying value read by a template may nest: far below
+# the C recursion limit at which the parse refuses JSON on CPython 3.12 and
+# later (about 1,500 levels or more, whoever calls).  On 3.10 and 3.11 that
+# limit counts the caller's frames, and the scan inside ``fit`` runs one
+# frame deeper than the parse, which makes up the level the value lacks.
+# A value of at most twice as many characters nests no deeper.
 _DEPTH = 200
 PAD = "obfuscation"  # OpenAI's random padding: a top-level string no event reads
 # The members of a delta that hold text, in the order Delta reads them.
