@@ -48,7 +48,6 @@ __all__ = [
     "Unreadable",
     "count",
     "compact",
-    "scan",
     "snippet",
     "stream_error",
     "text_of",

@@ -177,8 +177,7 @@ class ResponsesReader(TypedReader):
         args = args if type(args) is str else ""
         self._calls[index] = (call_id, name)
         key = ("arguments", index, None)
-        if key in self._said:
-            self.templates.forget(key)  # the item starts again: what was said of it is forgotten
+        self.templates.forget(key)  # the item starts (again): a template of it notes in the list replaced here
         self._said[key] = [args]
         out.append(_new_fragment(0, index, call_id, name, args))
 
