@@ -1,4 +1,4 @@
-"""Hypothesis profiles for the test suite.
+"""Hypothesis profiles for the test suite, and Ctrl-C made deliverable.
 
 ``dev`` (the default) keeps example counts modest so a run on a laptop stays
 quick; ``ci`` (chosen when the environment has ``CI=true``) runs 30
@@ -14,11 +14,19 @@ Test files that need fewer examples than the profile (a property that feeds
 each input one byte at a time, say) scale ``settings.default.max_examples``
 down rather than hard-coding a count, so both profiles keep their meaning.
 ``deep`` (by hand only) runs thousands of examples, for hunting bugs.
+
+Several tests stop a server or a command with SIGINT, as Ctrl-C would (a
+child process, or the test process itself through ``interrupt_main``).  A
+shell starts a background job with SIGINT ignored, and a child process
+inherits that: a suite started that way would wait on every such stop
+until its timeout, or for ever.  The suite therefore takes SIGINT back as
+Python's default (its children then start with the default action too).
 """
 
 from __future__ import annotations
 
 import os
+import signal
 
 from hypothesis import HealthCheck, settings
 
@@ -45,3 +53,6 @@ settings.register_profile(
 
 _default = "ci" if os.environ.get("CI", "").lower() == "true" else "dev"
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", _default))
+
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
