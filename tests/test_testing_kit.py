@@ -27,7 +27,9 @@ from ssestate.testing import strategies
 from ssestate.testing.strategies import ChatCase, chat_streams, chunkings, cut_at, mutated_streams
 
 # Find the first example that shows a hazard; shrinking it would only cost time.
-FIRST = settings(max_examples=2000, phases=[Phase.generate], database=None)
+# The same draws on every run: what is tested is that the strategy reaches the
+# hazard, and random draws made a search for a rare one take from 0.1 to 50 s.
+FIRST = settings(max_examples=2000, phases=[Phase.generate], database=None, derandomize=True)
 
 
 def _payloads(case: ChatCase) -> list[dict[str, Any]]:
@@ -184,10 +186,11 @@ HAZARDS: dict[str, Callable[[ChatCase], bool]] = {
 
 def test_chat_streams_draws_every_hazard() -> None:
     # One pass over many streams sees most hazards; each one it missed must
-    # then be found on its own.
+    # then be found on its own.  Both draw the same examples on every run
+    # (see FIRST).
     seen: set[str] = set()
 
-    @settings(max_examples=400, phases=[Phase.generate], database=None, deadline=None)
+    @settings(max_examples=800, phases=[Phase.generate], database=None, deadline=None, derandomize=True)
     @given(chat_streams(max_choices=2))
     def look(case: ChatCase) -> None:
         seen.update(name for name, shows in HAZARDS.items() if name not in seen and shows(case))
