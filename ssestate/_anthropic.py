@@ -84,8 +84,8 @@ class AnthropicReader(TypedReader):
 
     __slots__ = ("_blocks", "_calls", "_usage")
 
-    def __init__(self, strict: bool, locate: Callable[[int], int]) -> None:
-        super().__init__(strict, locate)
+    def __init__(self, strict: bool, locate: Callable[[int], int], limit: int) -> None:
+        super().__init__(strict, locate, limit)
         self._blocks: dict[int, _Block] = {}
         self._calls = False  # a tool_use block was seen
         self._usage: dict[str, Any] | None = None  # merged across message_start and message_delta

@@ -103,7 +103,7 @@ class ChatStream(Queued[ChatEvent]):
         # Gemini writes errors as raw JSON lines: the parser hands them on.
         self._parser = EventStreamParser(max_event_size, unknown_lines=dialect in ("auto", "gemini"))
         reader_class = AutoReader if dialect == "auto" else READERS[dialect]
-        self._reader = reader_class(strict, self._parser.dispatch_offset)
+        self._reader = reader_class(strict, self._parser.dispatch_offset, max_event_size)
         media = content_type.partition(";")[0].strip().lower()
         streaming = 200 <= status_code < 300 and media == "text/event-stream"
         self._state: ChatState = _STREAMING if streaming else ChatState.BUFFERING

@@ -68,8 +68,8 @@ class ChunkReader(Reader):
 
     __slots__ = ("_missing", "_tools")
 
-    def __init__(self, strict: bool, locate: Any) -> None:
-        super().__init__(strict, locate)
+    def __init__(self, strict: bool, locate: Any, limit: int) -> None:
+        super().__init__(strict, locate, limit)
         self._missing: tuple[str, ...] = _META
         # Where tool calls are, for those that come without an index (made
         # at the first tool call).

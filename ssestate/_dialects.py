@@ -26,7 +26,7 @@ from typing import Any
 
 from ._anthropic import AnthropicReader
 from ._chunks import ChunkReader
-from ._gemini import GeminiReader, RawJson, gemini_error
+from ._gemini import GeminiReader, RawJson
 from ._reader import Reader
 from ._responses import ResponsesReader
 from ._state import Input
@@ -84,8 +84,8 @@ class AutoReader(Reader):
 
     __slots__ = ("_errors", "_raw", "decided")
 
-    def __init__(self, strict: bool, locate: Callable[[int], int]) -> None:
-        super().__init__(strict, locate)
+    def __init__(self, strict: bool, locate: Callable[[int], int], limit: int) -> None:
+        super().__init__(strict, locate, limit)
         self.decided: Reader | None = None
         # Made when first needed: most streams name their API at once.
         self._errors: ChunkReader | None = None  # reads error payloads before the API is known
@@ -105,14 +105,14 @@ class AutoReader(Reader):
         dialect = detect(chunk)
         if dialect is None:
             if self._errors is None:
-                self._errors = ChunkReader(self.strict, self.locate)
+                self._errors = ChunkReader(self.strict, self.locate, self.limit)
                 self._errors.finish = self.finish
             return self._errors._chunk(data, chunk, out)
         self.decided = reader = self._become(dialect)
         return reader._chunk(data, chunk, out)
 
     def _become(self, dialect: str) -> Reader:
-        reader = READERS[dialect](self.strict, self.locate)
+        reader = READERS[dialect](self.strict, self.locate, self.limit)
         reader.truncated = self.truncated
         reader.finish.update(self.finish)
         for name in ("response_id", "model", "created", "system_fingerprint"):
@@ -121,12 +121,10 @@ class AutoReader(Reader):
 
     def _line(self, text: str, n: int, out: list[Any]) -> Input | None:
         if self._raw is None:
-            self._raw = RawJson()
-        value = self._raw.line(text)
-        if type(value) is list and value:
-            value = value[0]
-        if type(value) is dict and value.get("error"):
-            out.append(gemini_error(value["error"], value))
+            self._raw = RawJson(self.limit)
+        error = self._raw.error(text)
+        if error is not None:
+            out.append(error)
         return None
 
     def read_whole(self, body: object, out: list[Any]) -> bool:

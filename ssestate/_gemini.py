@@ -27,12 +27,15 @@ end marker: the body ends when the answer does.
   an ``error`` member, or written as raw, pretty-printed JSON lines with no
   ``data:``, which the event stream format ignores.  The parser hands those
   lines on (``UnknownLine``) and ``RawJson`` joins them until they make one
-  JSON object: an error one is a ``StreamError``.
+  JSON object: an error one is a ``StreamError``.  It counts the brackets
+  of each line as it comes (strings left out) and parses once, when the
+  outer value closes, so that no line is read twice.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -62,8 +65,13 @@ _FILTERED = frozenset(
     }
 )
 # The most text of raw JSON lines kept while waiting for them to make an
-# object: an error object is a few hundred bytes.
+# object (and never more than the stream's max_event_size): an error
+# object is a few hundred bytes.
 _RAW_LIMIT = 1 << 20
+# A JSON string within a line, or what is left of the line after a quote
+# that no quote closes: its brackets are not the value's.  Each character
+# matches one way only, so the search stays linear.
+_STRING = re.compile(r'"(?:[^"\\]|\\.)*"?')
 
 
 def finish_reason(native: str, made_calls: bool) -> str:
@@ -94,30 +102,49 @@ def gemini_error(error: object, body: object) -> StreamError:
 
 class RawJson:
     """Lines of raw JSON written into an event stream, joined until they
-    make one object; ``line`` returns it then (and starts afresh)."""
+    make one value (see the module docstring)."""
 
-    __slots__ = ("_lines", "_size")
+    __slots__ = ("_depth", "_limit", "_lines", "_size")
 
-    def __init__(self) -> None:
+    def __init__(self, limit: int) -> None:
+        self._limit = min(limit, _RAW_LIMIT)
         self._lines: list[str] = []
         self._size = 0
+        self._depth = 0  # brackets opened and not closed by the lines kept
 
     def line(self, text: str) -> Any:
+        """Take one line; return the value the lines make when this one
+        closes it (and start afresh), else None.  Lines that cannot make
+        one (brackets that close more than they opened, a value that does
+        not parse, more than the limit) are let go."""
         if not self._lines and not text.lstrip().startswith(("{", "[")):
             return None  # not the start of a JSON value: an unknown field of the format
         self._lines.append(text)
         self._size += len(text)
-        if self._size > _RAW_LIMIT:
-            self._lines, self._size = [], 0
+        if self._size > self._limit:
+            self._lines, self._size, self._depth = [], 0, 0
             return None
-        if not text.startswith(("}", "]")):
-            return None  # pretty-printed JSON closes its outer value at the start of a line
+        bare = _STRING.sub("", text) if '"' in text else text
+        self._depth += bare.count("{") + bare.count("[") - bare.count("}") - bare.count("]")
+        if self._depth > 0:
+            return None
+        lines = self._lines
+        self._lines, self._size, self._depth = [], 0, 0
         try:
-            value = json.loads("\n".join(self._lines))
+            return json.loads("\n".join(lines))
         except (ValueError, RecursionError):
             return None
-        self._lines, self._size = [], 0
-        return value
+
+    def error(self, text: str) -> StreamError | None:
+        """``line``, for a reader: the ``StreamError`` of an object (or of
+        the first item of an array) with an ``error`` member, once the
+        lines make one."""
+        value = self.line(text)
+        if type(value) is list and value:
+            value = value[0]
+        if type(value) is dict and value.get("error"):
+            return gemini_error(value["error"], value)
+        return None
 
 
 def usage_event(usage: object) -> Usage | None:
@@ -143,10 +170,10 @@ class GeminiReader(Reader):
 
     __slots__ = ("_calls", "_raw")
 
-    def __init__(self, strict: bool, locate: Callable[[int], int]) -> None:
-        super().__init__(strict, locate)
+    def __init__(self, strict: bool, locate: Callable[[int], int], limit: int) -> None:
+        super().__init__(strict, locate, limit)
         self._calls: dict[int, int] = {}  # choice -> function calls so far
-        self._raw = RawJson()
+        self._raw = RawJson(limit)
 
     def _chunk(self, data: str, chunk: dict[str, Any], out: list[Any]) -> Input | None:
         if self.response_id is None and type(found := chunk.get("responseId")) is str and found:
@@ -241,11 +268,9 @@ class GeminiReader(Reader):
             out.append(Continuation(i, "thought_signature", signature, tool))
 
     def _line(self, text: str, n: int, out: list[Any]) -> Input | None:
-        value = self._raw.line(text)
-        if type(value) is list and value:
-            value = value[0]
-        if type(value) is dict and value.get("error"):
-            out.append(gemini_error(value["error"], value))
+        error = self._raw.error(text)
+        if error is not None:
+            out.append(error)
         return None
 
     def read_whole(self, body: object, out: list[Any]) -> bool:

@@ -72,6 +72,8 @@ class Reader:
         strict: a payload that is not JSON is a fault (True) or skipped.
         locate: the stream offset where item ``k`` of the latest parser call
             was dispatched (for error messages).
+        limit: the stream's ``max_event_size``: the most a reader keeps of
+            anything unfinished (raw JSON lines waiting to make a value).
 
     Attributes:
         response_id, model, created, system_fingerprint: from the first
@@ -87,6 +89,7 @@ class Reader:
     __slots__ = (
         "created",
         "finish",
+        "limit",
         "locate",
         "model",
         "response_id",
@@ -96,9 +99,10 @@ class Reader:
         "truncated",
     )
 
-    def __init__(self, strict: bool, locate: Callable[[int], int]) -> None:
+    def __init__(self, strict: bool, locate: Callable[[int], int], limit: int) -> None:
         self.strict = strict
         self.locate = locate
+        self.limit = limit
         self.response_id: str | None = None
         self.model: str | None = None
         self.created: int | None = None

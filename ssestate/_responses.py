@@ -61,8 +61,8 @@ class ResponsesReader(TypedReader):
 
     __slots__ = ("_calls", "_said")
 
-    def __init__(self, strict: bool, locate: Callable[[int], int]) -> None:
-        super().__init__(strict, locate)
+    def __init__(self, strict: bool, locate: Callable[[int], int], limit: int) -> None:
+        super().__init__(strict, locate, limit)
         # output_index -> the call_id and name of each function call item.
         self._calls: dict[int, tuple[str | None, str | None]] = {}
         # (what, output_index, part) -> the pieces of text handed out so far,

@@ -298,3 +298,40 @@ def test_an_error_member_that_cannot_be_written_back_keeps_the_payload_text() ->
     payload = b'{"error":{"message":{"deep":[1]},"code":[2]}}'
     [error_event, _] = feed_all(ChatStream(), [b"data: " + payload + b"\n\n"])[:2]
     assert error_event == StreamError(None, payload.decode(), payload.decode(), None, json.loads(payload))
+
+
+@pytest.mark.parametrize("dialect", ["gemini", "auto"])
+def test_raw_json_lines_that_never_close_cost_linear_time(dialect: str) -> None:
+    # Lines without data: that open as many brackets as they close: the
+    # value they start never ends (each line once cost a parse of them all).
+    def run(n: int) -> None:
+        events = ChatStream(dialect=dialect).feed(b"[[\n" + b"],[\n" * n)
+        assert not any(isinstance(e, StreamError) for e in events)
+
+    assert grows_linearly(run, 2000) < 22
+
+
+@pytest.mark.parametrize("dialect", ["gemini", "auto"])
+def test_a_raw_json_error_with_every_line_at_column_0_is_read(dialect: str) -> None:
+    error = {"error": {"code": 500, "message": "Internal error", "status": "INTERNAL", "details": [{"i": 1}, {}]}}
+    body = json.dumps(error, indent=0).encode() + b"\n"
+    for name, chunks in chunkings(body):
+        events = feed_all(ChatStream(dialect=dialect), chunks)
+        errors = [e for e in events if isinstance(e, StreamError)]
+        assert [(e.code, e.message) for e in errors] == [("500", "Internal error")], name
+
+
+def test_raw_json_lines_are_held_within_max_event_size() -> None:
+    # Raw lines that start a JSON value are kept until it ends: never more
+    # of them than the stream's max_event_size (the value here never ends).
+    stream = ChatStream(dialect="gemini", max_event_size=4096)
+    body = b"{\n" + (b'"a": "' + b"x" * 1000 + b'",\n') * 2000
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        for start in range(0, len(body), 1460):
+            assert stream.feed(body[start : start + 1460]) == []
+        peak = tracemalloc.get_traced_memory()[1] - before
+    finally:
+        tracemalloc.stop()
+    assert peak < 512 * 1024, f"{peak} bytes held at the peak for raw lines, max_event_size=4096"
