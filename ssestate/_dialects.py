@@ -13,8 +13,10 @@ decides on the first payload that is a JSON object and not an error:
 * anything else (``choices``, even beside an ``error``): Chat Completions.
 
 Until then, an error payload (every API's error has a non-empty ``error``
-member) is read the way Chat Completions reads one, and raw JSON error lines
-the way Gemini writes them; neither needs to know the API.  Once it has
+member) is read the way Chat Completions reads one, a flat ``{"type":
+"error", "code": ..., "message": ...}`` (the documented Responses error,
+with or without ``event: error``) the way the Responses API reads it, and
+raw JSON error lines the way Gemini writes them; none needs to know the API.  Once it has
 decided, the auto reader hands the rest of the batch to the reader of that
 API (carrying over what it noted), and ``ChatStream`` keeps that reader.
 """
@@ -28,7 +30,7 @@ from ._anthropic import AnthropicReader
 from ._chunks import ChunkReader
 from ._gemini import GeminiReader, RawJson
 from ._reader import Reader
-from ._responses import ResponsesReader
+from ._responses import ResponsesReader, flat_error
 from ._state import Input
 from ._util import RemoteProtocolError
 
@@ -104,12 +106,23 @@ class AutoReader(Reader):
         # Reached only while undecided: read() hands the rest to the reader found.
         dialect = detect(chunk)
         if dialect is None:
+            if not chunk.get("error"):  # {"type": "error"} without an error member: see detect
+                out.append(flat_error(chunk))
+                return None
             if self._errors is None:
                 self._errors = ChunkReader(self.strict, self.locate, self.limit)
                 self._errors.finish = self.finish
             return self._errors._chunk(data, chunk, out)
         self.decided = reader = self._become(dialect)
         return reader._chunk(data, chunk, out)
+
+    def _error_event(
+        self, text: str, value: dict[str, Any], n: int, out: list[Any]
+    ) -> Input | RemoteProtocolError | None:
+        if value.get("type") == "error":  # flat: read as the Responses API reads it
+            out.append(flat_error(value))
+            return None
+        return Reader._error_event(self, text, value, n, out)
 
     def _become(self, dialect: str) -> Reader:
         reader = READERS[dialect](self.strict, self.locate, self.limit)

@@ -40,7 +40,7 @@ from ._state import Input
 from ._templates import Spec, TemplateKind
 from ._util import RemoteProtocolError
 
-__all__ = ["ResponsesReader"]
+__all__ = ["ResponsesReader", "flat_error"]
 
 _new_content = _fast(Delta, "choice", "content", "logprobs")
 _new_delta = _fast(Delta)
@@ -272,8 +272,8 @@ class ResponsesReader(TypedReader):
         nested = chunk.get("error")
         if type(nested) is dict:  # what OpenAI sends
             out.append(stream_error(None, nested, chunk, text_of(nested, "")))
-        else:  # the documented, flat shape
-            out.append(StreamError(None, _code(chunk.get("code")), _message(chunk, chunk), None, chunk))
+        else:
+            out.append(flat_error(chunk))
 
     def _error_event(
         self, text: str, value: dict[str, Any], n: int, out: list[Any]
@@ -327,6 +327,12 @@ def _usage(usage: dict[str, Any]) -> Usage:
     return _new_usage(
         count(usage.get("input_tokens")), count(usage.get("output_tokens")), count(usage.get("total_tokens")), usage
     )
+
+
+def flat_error(chunk: dict[str, Any]) -> StreamError:
+    """The documented, flat error payload (``type``, ``code``, ``message``
+    at the top): no API but the Responses API writes one."""
+    return StreamError(None, _code(chunk.get("code")), _message(chunk, chunk), None, chunk)
 
 
 def _code(code: object) -> str | None:

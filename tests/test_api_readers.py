@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import chunked, chunkings, until_error
+from helpers import chunked, chunkings, feed_all, until_error
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -140,6 +140,21 @@ def test_auto_reads_errors_until_a_payload_names_the_api() -> None:
     assert [e.message for e in events if type(e) is StreamError] == ["retrying upstream", "Overloaded"]
     assert (stream.dialect, stream.response_id, stream.model) == ("anthropic", "gw-1", "gw")
     assert [e.content for e in events if type(e) is Delta] == ["", "hi"]
+
+
+@pytest.mark.parametrize("event_line", [b"event: error\n", b""], ids=["event line", "data only"])
+def test_auto_reads_a_flat_responses_error_first_as_the_responses_reader_does(event_line: bytes) -> None:
+    # The documented error shape has no error member; a gateway may drop the
+    # event line.  Nothing names the API, and the error is all there is.
+    flat = {"type": "error", "code": "rate_limit_exceeded", "message": "Slow down", "param": None}
+    body = event_line + b"data: " + json.dumps(flat).encode() + b"\n\n"
+    for how, chunks in chunkings(body):
+        named = feed_all(ChatStream(dialect="openai-responses"), chunks)
+        auto = feed_all(ChatStream(), chunks)
+        assert auto == named, how
+        error = auto[0]
+        assert type(error) is StreamError
+        assert (error.code, error.message, error.type) == ("rate_limit_exceeded", "Slow down", None)
 
 
 @given(name=st.sampled_from(NAMES), data=st.data())
