@@ -412,9 +412,10 @@ def deliver(
         data = bytes(group)
         sharp, plain = _adversarial_cuts(data)
         force = bool(sharp) and not forced
-        if force or rng.random() < split:
+        if (force or rng.random() < split) and (sharp or plain):
+            # (A unit may offer no cut: Gemini's raw JSON error lines end
+            # with one LF, hold no escape and no data: field.)
             forced = forced or force
-            # Every unit ends with a blank line, so ``plain`` is never empty.
             cut = rng.choice(sharp or plain)
             steps.append(data[:cut])
             pause(steps, rng.uniform(0.002, 0.02), speed)
