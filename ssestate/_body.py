@@ -32,6 +32,8 @@ __all__ = ["read_body"]
 def read_body(body: bytes | bytearray, status: int, content_type: str, reader: Reader) -> list[Any]:
     """The events of a whole non-stream response body."""
     text = body.decode("utf-8", "replace")
+    if text[:1] == "\ufeff":
+        text = text[1:]  # a byte order mark: json.loads(bytes) skips it, and so do clients that read bytes
     try:
         value: Any = json.loads(text)
     except (ValueError, RecursionError):

@@ -59,7 +59,9 @@ class ChatStream(Queued[ChatEvent]):
 
     Args:
         status_code: the HTTP status of the response.
-        content_type: its ``Content-Type`` header.
+        content_type: its ``Content-Type`` header: a ``str``, the header's
+            bytes as h11 gives them (read as Latin-1, as HTTP says), or None
+            when the response has none (``getheader`` gives None then).
         strict: raise ``RemoteProtocolError`` on a ``data`` payload that is
             not JSON (True) or skip it (False).
         max_event_size: passed to the ``EventStreamParser``; also bounds a
@@ -69,7 +71,8 @@ class ChatStream(Queued[ChatEvent]):
             default), which decides on the first payload.
 
     Attributes:
-        status_code, content_type, strict: as given.
+        status_code, strict: as given.
+        content_type: as given, a ``str`` ("" for None).
     """
 
     _ENDED = ChatState.ENDED  # for Queued
@@ -90,15 +93,19 @@ class ChatStream(Queued[ChatEvent]):
     def __init__(
         self,
         status_code: int = 200,
-        content_type: str = "text/event-stream",
+        content_type: str | bytes | None = "text/event-stream",
         strict: bool = True,
         max_event_size: int = DEFAULT_MAX_EVENT_SIZE,
         dialect: str = "auto",
     ) -> None:
         if dialect not in DIALECTS:
             raise ValueError(f"dialect must be one of {', '.join(DIALECTS)}; got {dialect!r}")
+        if content_type is None:
+            content_type = ""
+        elif not isinstance(content_type, str):
+            content_type = bytes(content_type).decode("latin-1")
         self.status_code = status_code
-        self.content_type = content_type
+        self.content_type: str = content_type
         self.strict = strict
         # Gemini writes errors as raw JSON lines: the parser hands them on.
         self._parser = EventStreamParser(max_event_size, unknown_lines=dialect in ("auto", "gemini"))

@@ -41,6 +41,7 @@ from helpers import chunkings, collect, feed_all
 from ssestate import (
     CLOSED,
     NEED_DATA,
+    ChatState,
     ChatStream,
     Delta,
     Done,
@@ -604,3 +605,28 @@ def test_a_body_that_is_not_a_stream_is_bounded_by_max_event_size() -> None:
     assert info.value.offset is not None and str(info.value.offset) in str(info.value)
     with pytest.raises(LocalProtocolError):
         stream.receive_data(b"more")
+
+
+@pytest.mark.parametrize("status", [200, 400])
+def test_a_whole_body_may_start_with_a_byte_order_mark(status: int) -> None:
+    # json.loads(bytes) skips one, and so do clients that parse the bytes.
+    body = json.dumps(COMPLETION if status == 200 else E400).encode()
+    plain = feed_all(ChatStream(status, "application/json"), [body])
+    for how, chunks in chunkings(b"\xef\xbb\xbf" + body):
+        assert feed_all(ChatStream(status, "application/json"), chunks) == plain, how
+    if status == 200:
+        assert not any(type(e) is StreamError for e in plain)
+    else:
+        assert [(e.status, e.code) for e in plain if type(e) is StreamError] == [(400, "bad")]
+
+
+def test_the_content_type_may_be_missing_or_bytes() -> None:
+    # None: the response has no Content-Type (what getheader() gives then);
+    # bytes: a header value as h11 hands it out.
+    assert ChatStream(200, None).state is ChatState.BUFFERING
+    assert ChatStream(200, None).content_type == ""
+    stream = ChatStream(200, b"text/event-stream; charset=utf-8")
+    assert (stream.state, stream.content_type) == (ChatState.STREAMING, "text/event-stream; charset=utf-8")
+    events = feed_all(ChatStream(502, None), [b"Bad gateway"])
+    assert type(events[0]) is StreamError
+    assert "no content type" in events[0].message
