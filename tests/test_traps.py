@@ -335,3 +335,19 @@ def test_raw_json_lines_are_held_within_max_event_size() -> None:
     finally:
         tracemalloc.stop()
     assert peak < 512 * 1024, f"{peak} bytes held at the peak for raw lines, max_event_size=4096"
+
+
+@pytest.mark.parametrize("machine", [ChatStream, EventStreamParser])
+@pytest.mark.parametrize("bad", ["data: x", 7, None])
+def test_a_chunk_of_the_wrong_type_is_refused_and_loses_nothing(machine: Callable[[], Any], bad: Any) -> None:
+    # Bytes that end no line wait inside the machine; refusing a str must
+    # not let them go, so that a caller who catches the error and tries
+    # again with bytes gets every event.
+    head, tail = HI[:20], HI[20:]
+    stream = machine()
+    assert stream.feed(head) == []
+    with pytest.raises(TypeError, match=r"receive_data\(\) takes bytes, not "):
+        stream.feed(bad)
+    after = stream.feed(tail) + stream.feed(b"")
+    fresh = machine()
+    assert after == fresh.feed(HI) + fresh.feed(b"")
