@@ -33,6 +33,8 @@ message and ``Truncated.pending`` is computed from it.
 
 from __future__ import annotations
 
+from typing import Any
+
 __all__ = ["ReceiveBuffer"]
 
 BOM = b"\xef\xbb\xbf"
@@ -66,6 +68,10 @@ class ReceiveBuffer(bytearray):
 
     def __deepcopy__(self, memo: dict[int, object]) -> ReceiveBuffer:
         return self.__copy__()  # bytes and numbers: nothing deeper to copy
+
+    def __reduce_ex__(self, protocol: Any) -> tuple[Any, ...]:
+        # bytearray's own would call ReceiveBuffer(bytes), which __init__ refuses.
+        return _rebuilt, (bytes(self), self.offset, self.scanned, self.skip_lf, self.started)
 
     def start(self, ended: bool = False) -> None:
         """Drop a byte order mark that starts the stream, once its first three
@@ -105,3 +111,11 @@ class ReceiveBuffer(bytearray):
         self.scanned = len(self)
         self.skip_lf = lines[-1] == 0x0D and not self
         return lines
+
+
+def _rebuilt(data: bytes, offset: int, scanned: int, skip_lf: bool, started: bool) -> ReceiveBuffer:
+    """A pickled ``ReceiveBuffer``, loaded."""
+    buf = ReceiveBuffer()
+    buf += data
+    buf.offset, buf.scanned, buf.skip_lf, buf.started = offset, scanned, skip_lf, started
+    return buf

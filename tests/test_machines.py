@@ -11,8 +11,8 @@ cut in arbitrary ways:
 * ``feed`` gives the events ``next_event`` gives, under any chunking and in
   any mix with ``receive_data`` / ``next_event``, and a fault is raised by
   the call after the events before it;
-* ``copy.copy`` and ``copy.deepcopy`` give an independent machine in the same
-  state: both go on to the same events, and feeding one never moves the
+* ``copy.copy``, ``copy.deepcopy`` and a pickle round trip give an
+  independent machine in the same state: both go on to the same events, and feeding one never moves the
   other;
 * every state change a machine shows is a path of its table in
   ``_state.py``, every call in ``ERROR`` raises ``LocalProtocolError``, and
@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import copy
 import functools
+import pickle
 import pydoc
 from collections.abc import Callable
 from typing import Any
@@ -148,9 +149,9 @@ def test_feed_mixes_with_receive_data_and_next_event(case: tuple[str, bytes], da
     assert (events, error) == reference(name, chunks)
 
 
-@given(case=cases, data=st.data(), deep=st.booleans())
+@given(case=cases, data=st.data(), how=st.sampled_from(["copy", "deepcopy", "pickle"]))
 def test_copies_are_independent_machines_in_the_same_state(
-    case: tuple[str, bytes], data: st.DataObject, deep: bool
+    case: tuple[str, bytes], data: st.DataObject, how: str
 ) -> None:
     name, body = case
     chunks = data.draw(chunked(body), label="chunks")
@@ -163,7 +164,9 @@ def test_copies_are_independent_machines_in_the_same_state(
             before += original.feed(chunk)
     except RemoteProtocolError:
         return  # a fault before the copy: nothing left to compare
-    twin = copy.deepcopy(original) if deep else copy.copy(original)
+    twin = {"copy": copy.copy, "deepcopy": copy.deepcopy, "pickle": lambda m: pickle.loads(pickle.dumps(m))}[how](
+        original
+    )
     assert twin.state is original.state
     # The twin runs first, all the way: the original must not have moved.
     twin_events = by_feed(twin, chunks[at:])
