@@ -164,9 +164,11 @@ def test_copies_are_independent_machines_in_the_same_state(
             before += original.feed(chunk)
     except RemoteProtocolError:
         return  # a fault before the copy: nothing left to compare
-    twin = {"copy": copy.copy, "deepcopy": copy.deepcopy, "pickle": lambda m: pickle.loads(pickle.dumps(m))}[how](
-        original
-    )
+    twin: Any = original
+    if how == "pickle":
+        twin = pickle.loads(pickle.dumps(original))
+    else:
+        twin = copy.deepcopy(original) if how == "deepcopy" else copy.copy(original)
     assert twin.state is original.state
     # The twin runs first, all the way: the original must not have moved.
     twin_events = by_feed(twin, chunks[at:])
