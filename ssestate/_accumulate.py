@@ -38,6 +38,7 @@ included.
 
 from __future__ import annotations
 
+import copy
 import json
 from collections.abc import Callable, Mapping
 from typing import Any, Literal
@@ -268,6 +269,12 @@ class Accumulator:
         self._errored = False
         # Done/Truncated came while a started choice was unfinished.
         self._cut = False
+
+    def __copy__(self) -> Accumulator:
+        """An independent accumulator with the same result so far: as with
+        the parsers, a copy shares nothing mutable, so feeding one never
+        moves the other."""
+        return copy.deepcopy(self)
 
     @property
     def choices(self) -> Mapping[int, Choice]:

@@ -32,6 +32,7 @@ at any time, so a loop may feed everything ``next_event()`` returns.
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Mapping
 from typing import Any
 
@@ -123,6 +124,11 @@ class Encoder:
         self._events = 0  # events written
         self._offset = 0  # bytes written
         self._ended: str | None = None  # the event that ended the stream
+
+    def __copy__(self) -> Encoder:
+        """An independent encoder at the same place in its stream (a copy
+        shares nothing mutable: feeding one never moves the other)."""
+        return copy.deepcopy(self)
 
     @property
     def dialect(self) -> str:

@@ -12,6 +12,7 @@ bytes come as soon as it does).
 from __future__ import annotations
 
 import contextlib
+import copy
 from typing import Any
 
 import pytest
@@ -186,3 +187,36 @@ def test_a_small_answer_reads_back_under_every_chunking(dialect: str) -> None:
         assert got == results["whole"], name
     acc, _ = read(dialect, [body])
     same_as_expected(acc, events, dialect)
+
+
+def _result(acc: Accumulator) -> tuple[Any, ...]:
+    return acc.outcome, {i: acc.message(i) for i in acc.choices}, acc.usage
+
+
+@pytest.mark.parametrize("dialect", DIALECTS)
+@settings(max_examples=40, deadline=None)
+@given(data=st.data())
+def test_a_copied_encoder_or_accumulator_is_independent(dialect: str, data: st.DataObject) -> None:
+    # As with the parsers, copy.copy gives an object that shares nothing
+    # mutable: the copy runs to the end first, and the original then goes on
+    # as if no copy had been made.
+    events = data.draw(event_streams(dialect), label="events")
+    at = data.draw(st.integers(0, len(events)), label="copy after event")
+    encoder, acc, head_only = Encoder(dialect), Accumulator(), Accumulator()
+    head = b"".join(encoder.feed(event) for event in events[:at])
+    for event in events[:at]:
+        acc.feed(event)
+        head_only.feed(event)
+    twin_encoder, twin_acc = copy.copy(encoder), copy.copy(acc)
+    twin_tail = b"".join(twin_encoder.feed(event) for event in events[at:])
+    for event in events[at:]:
+        twin_acc.feed(event)
+    assert _result(acc) == _result(head_only)
+    tail = b"".join(encoder.feed(event) for event in events[at:])
+    for event in events[at:]:
+        acc.feed(event)
+    assert head + tail == head + twin_tail == encode_all(dialect, events)
+    whole = Accumulator()
+    for event in events:
+        whole.feed(event)
+    assert _result(acc) == _result(twin_acc) == _result(whole)
