@@ -197,7 +197,9 @@ class AnthropicReader(TypedReader):
             + count(merged.get("cache_read_input_tokens"))
         )
         completion = count(merged.get("output_tokens"))
-        out.append(_new_usage(prompt, completion, prompt + completion, merged))
+        # The event gets a dict of its own: one a caller edits must not
+        # change the next report.
+        out.append(_new_usage(prompt, completion, prompt + completion, dict(merged)))
 
     def _message_stop(self, data: str, chunk: dict[str, Any], out: list[Any]) -> Input | None:
         return self._done(out)

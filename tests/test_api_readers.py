@@ -685,3 +685,23 @@ def test_a_tool_call_without_an_id_is_written_back_without_one() -> None:
         "role": "assistant",
         "content": [{"type": "tool_use", "name": "lookup", "input": {"q": "x"}}],
     }
+
+
+def test_an_anthropic_usage_report_edited_by_the_caller_changes_no_later_one() -> None:
+    # The reports are merged (message_start, then message_delta); each Usage
+    # must hold its own raw dict, or editing one would change the next.
+    start = (
+        b'event: message_start\ndata: {"type":"message_start","message":{"id":"m","usage":'
+        b'{"input_tokens":25,"cache_read_input_tokens":1000,"output_tokens":1}}}\n\n'
+    )
+    delta = (
+        b'event: message_delta\ndata: {"type":"message_delta","delta":{"stop_reason":"end_turn"},'
+        b'"usage":{"output_tokens":12}}\n\n'
+    )
+    for edit in (False, True):
+        stream = ChatStream(dialect="anthropic")
+        (first,) = [e for e in stream.feed(start) if type(e) is Usage]
+        if edit:
+            dict.pop(first.raw, "cache_read_input_tokens")  # type: ignore[call-overload]
+        (last,) = [e for e in stream.feed(delta) if type(e) is Usage]
+        assert (last.prompt_tokens, last.completion_tokens, last.total_tokens) == (1025, 12, 1037), edit
