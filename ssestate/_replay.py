@@ -12,9 +12,12 @@ Gemini refuse the next turn of a conversation that used thinking with tools.
 
 * ``openai-chat``: ``{"role", "content", "refusal"?, "tool_calls"?}``; the
   content is None when the choice only made tool calls.
-* ``openai-responses``: a list of input items: the reasoning items, then
-  the assistant message (when it said something), then one
-  ``function_call`` item per call.
+* ``openai-responses``: a list of input items: the reasoning items, the
+  assistant message (when it said something) and one ``function_call``
+  item per call.  With reasoning items they keep the order the API sent
+  them in (each reasoning item must be followed by the item it led to):
+  reasoning items and calls by their ``output_index``, the message at the
+  first place neither takes.  Without, the message comes first.
 * ``anthropic``: ``{"role": "assistant", "content": [blocks]}``: thinking
   and redacted thinking blocks first (the API wants them before the text
   and tool use of the same turn), then the text, then one ``tool_use`` per
@@ -29,7 +32,7 @@ there, as ``parsed_arguments()`` does.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 if TYPE_CHECKING:
     from ._accumulate import Choice
@@ -73,16 +76,24 @@ def _kept(c: Choice, *kinds: str) -> list[Any]:
 
 
 def _responses(c: Choice) -> list[dict[str, Any]]:
-    items: list[dict[str, Any]] = list(_kept(c, "reasoning_item"))
-    content = c.content
-    if content or c.refusal:
-        items.append({"role": "assistant", "content": content or c.refusal or ""})
+    reasoning = [k for k in c.continuations if k.kind == "reasoning_item"]
+    content = c.content or c.refusal
+    message = [(-1, {"role": "assistant", "content": content})] if content else []
+    calls: list[tuple[int, dict[str, Any]]] = []
     for call in c.tool_calls:
         item: dict[str, Any] = {"type": "function_call", "name": call.name, "arguments": call.arguments}
         if call.id is not None:
             item["call_id"] = call.id
-        items.append(item)
-    return items
+        calls.append((call.index, item))
+    if not reasoning or any(k.index is None for k in reasoning):
+        return [*_kept(c, "reasoning_item"), *(item for _, item in message + calls)]
+    kept: list[tuple[int, dict[str, Any]]] = [(cast(int, k.index), cast("dict[str, Any]", k.data)) for k in reasoning]
+    placed = sorted(kept + calls, key=lambda pair: pair[0])
+    if message:
+        taken = {at for at, _ in placed}
+        free = next(at for at in range(len(placed) + 1) if at not in taken)
+        placed.insert(sum(at < free for at, _ in placed), (free, message[0][1]))
+    return [item for _, item in placed]
 
 
 def _anthropic(c: Choice) -> dict[str, Any]:

@@ -705,3 +705,51 @@ def test_an_anthropic_usage_report_edited_by_the_caller_changes_no_later_one() -
             dict.pop(first.raw, "cache_read_input_tokens")  # type: ignore[call-overload]
         (last,) = [e for e in stream.feed(delta) if type(e) is Usage]
         assert (last.prompt_tokens, last.completion_tokens, last.total_tokens) == (1025, 12, 1037), edit
+
+
+def _responses_turn(items: list[tuple[str, str]]) -> bytes:
+    """A Responses stream whose output items are ``items`` in order: each a
+    ("reasoning", id), ("call", call_id) or ("message", text)."""
+    events: list[dict[str, Any]] = [{"type": "response.created", "response": {"id": "resp_1", "output": []}}]
+    for n, (kind, value) in enumerate(items):
+        if kind == "reasoning":
+            item: dict[str, Any] = {"id": value, "type": "reasoning", "summary": [], "encrypted_content": "e" + value}
+        elif kind == "call":
+            item = {"id": "fc_" + value, "type": "function_call", "call_id": value, "name": "f", "arguments": "{}"}
+        else:
+            item = {"id": "msg_" + str(n), "type": "message", "role": "assistant", "content": []}
+        events.append({"type": "response.output_item.added", "output_index": n, "item": item})
+        if kind == "message":
+            delta = {"type": "response.output_text.delta", "output_index": n, "content_index": 0, "delta": value}
+            events.append(delta)
+        events.append({"type": "response.output_item.done", "output_index": n, "item": item})
+    events.append({"type": "response.completed", "response": {"id": "resp_1", "status": "completed"}})
+    return b"".join(b"event: %s\ndata: %s\n\n" % (e["type"].encode(), json.dumps(e).encode()) for e in events)
+
+
+@pytest.mark.parametrize(
+    "items",
+    [
+        [("reasoning", "rs_a"), ("call", "call_1"), ("reasoning", "rs_b"), ("call", "call_2")],
+        [("reasoning", "rs_a"), ("message", "Checking."), ("call", "call_1")],
+        [("reasoning", "rs_a"), ("call", "call_1"), ("reasoning", "rs_b"), ("message", "Done.")],
+        [("message", "Hi."), ("call", "call_1")],
+    ],
+)
+def test_a_responses_turn_is_replayed_in_the_order_it_was_sent(items: list[tuple[str, str]]) -> None:
+    # Each reasoning item must be followed by the item it led to: the turn
+    # goes back in the order of its output items.
+    acc = Accumulator()
+    stream = ChatStream(dialect="openai-responses")
+    for event in stream.feed(_responses_turn(items)) + stream.feed(b""):
+        acc.feed(event)
+    assert acc.outcome == "complete"
+    replayed = [
+        ("reasoning", i["id"])
+        if i.get("type") == "reasoning"
+        else ("call", i["call_id"])
+        if i.get("type") == "function_call"
+        else ("message", i["content"])
+        for i in acc.message(0, dialect="openai-responses")
+    ]
+    assert replayed == items
