@@ -321,6 +321,20 @@ def test_a_raw_json_error_with_every_line_at_column_0_is_read(dialect: str) -> N
         assert [(e.code, e.message) for e in errors] == [("500", "Internal error")], name
 
 
+@pytest.mark.parametrize("dialect", ["gemini", "auto"])
+def test_raw_json_lines_that_do_not_parse_are_let_go(dialect: str) -> None:
+    # A value that closes without parsing, then one that closes more than it
+    # opened: both let go, and the error after them is read.
+    error = (
+        b'{\n  "error": {\n    "code": 503,\n    "message": "Overloaded {[\\"",\n    "status": "UNAVAILABLE"\n  }\n}\n'
+    )
+    body = b'{\n  "a": 1,,\n}\n' + b"[\n]]\n" + error
+    for name, chunks in chunkings(body):
+        events = feed_all(ChatStream(dialect=dialect), chunks)
+        errors = [(e.code, e.message) for e in events if isinstance(e, StreamError)]
+        assert errors == [("503", 'Overloaded {["')], name
+
+
 def test_raw_json_lines_are_held_within_max_event_size() -> None:
     # Raw lines that start a JSON value are kept until it ends: never more
     # of them than the stream's max_event_size (the value here never ends).
