@@ -278,7 +278,7 @@ class ChatStream(Queued[ChatEvent]):
         out: list[Any] = []
         stage = self._stage
         if stage:
-            if not isinstance(data, (bytes, bytearray, memoryview)):
+            if data.__class__ is not bytes and not isinstance(data, (bytes, bytearray, memoryview)):
                 # Refused before the staged bytes are let go: a caller may try again.
                 raise TypeError(f"receive_data() takes bytes, not {type(data).__name__}")
             staged = bytes(stage)
