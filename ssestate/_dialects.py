@@ -29,8 +29,8 @@ from typing import Any
 from ._anthropic import AnthropicReader
 from ._chunks import ChunkReader
 from ._gemini import GeminiReader, RawJson
-from ._reader import Reader
-from ._responses import ResponsesReader, flat_error
+from ._reader import Reader, flat_error
+from ._responses import ResponsesReader
 from ._state import Input
 from ._util import RemoteProtocolError
 
@@ -115,14 +115,6 @@ class AutoReader(Reader):
             return self._errors._chunk(data, chunk, out)
         self.decided = reader = self._become(dialect)
         return reader._chunk(data, chunk, out)
-
-    def _error_event(
-        self, text: str, value: dict[str, Any], n: int, out: list[Any]
-    ) -> Input | RemoteProtocolError | None:
-        if value.get("type") == "error":  # flat: read as the Responses API reads it
-            out.append(flat_error(value))
-            return None
-        return Reader._error_event(self, text, value, n, out)
 
     def _become(self, dialect: str) -> Reader:
         reader = READERS[dialect](self.strict, self.locate, self.limit)

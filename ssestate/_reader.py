@@ -48,6 +48,9 @@ __all__ = [
     "Unreadable",
     "count",
     "compact",
+    "error_code",
+    "error_message",
+    "flat_error",
     "snippet",
     "stream_error",
     "text_of",
@@ -226,7 +229,7 @@ class Reader:
     ) -> Input | RemoteProtocolError | None:
         """An ``event: error`` whose data is a JSON object without an
         ``error`` member: a ``StreamError`` all the same."""
-        out.append(stream_error(None, value, value, text))
+        out.append(flat_error(value) if value.get("type") == "error" else stream_error(None, value, value, text))
         return None
 
     def _done(self, out: list[Any]) -> Input | None:
@@ -322,6 +325,27 @@ def text_of(value: object, fallback: str) -> str:
         return json.dumps(value, ensure_ascii=False)
     except RecursionError:
         return fallback
+
+
+def flat_error(chunk: dict[str, Any]) -> StreamError:
+    """The flat error payload (``type: "error"``, ``code``, ``message`` at
+    the top), as the Responses API documents it: ``type`` names the event,
+    not a kind of error, so the ``StreamError`` has none, whichever reader
+    meets it."""
+    return StreamError(None, error_code(chunk.get("code")), error_message(chunk, chunk), None, chunk)
+
+
+def error_code(code: object) -> str | None:
+    """An error's ``code``: None when absent or empty, else as text."""
+    if code is None or code == "":
+        return None
+    return code if type(code) is str else text_of(code, "")
+
+
+def error_message(error: dict[str, Any], whole: dict[str, Any]) -> str:
+    """An error's ``message``; the whole payload as text when it has none."""
+    message = error.get("message")
+    return message if type(message) is str else text_of(whole, "")
 
 
 def stream_error(status: int | None, error: object, body: object, raw: str, kind: str | None = None) -> StreamError:

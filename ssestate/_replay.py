@@ -16,8 +16,11 @@ Gemini refuse the next turn of a conversation that used thinking with tools.
   assistant message (when it said something) and one ``function_call``
   item per call.  With reasoning items they keep the order the API sent
   them in (each reasoning item must be followed by the item it led to):
-  reasoning items and calls by their ``output_index``, the message at the
-  first place neither takes.  Without, the message comes first.
+  reasoning items and calls by their ``output_index``.  No event carries
+  the message's: it goes last when a reasoning item would end the list
+  without it (items not sent back, such as a web search, leave gaps that
+  say nothing), else at the first place no item takes (a preamble before
+  the calls).  Without reasoning items, the message comes first.
 * ``anthropic``: ``{"role": "assistant", "content": [blocks]}``: thinking
   and redacted thinking blocks first (the API wants them before the text
   and tool use of the same turn), then the text, then one ``tool_use`` per
@@ -90,9 +93,12 @@ def _responses(c: Choice) -> list[dict[str, Any]]:
     kept: list[tuple[int, dict[str, Any]]] = [(cast(int, k.index), cast("dict[str, Any]", k.data)) for k in reasoning]
     placed = sorted(kept + calls, key=lambda pair: pair[0])
     if message:
-        taken = {at for at, _ in placed}
-        free = next(at for at in range(len(placed) + 1) if at not in taken)
-        placed.insert(sum(at < free for at, _ in placed), (free, message[0][1]))
+        if placed[-1][1].get("type") != "function_call":
+            placed.append(message[0])  # after a reasoning item, which must not end the turn
+        else:
+            taken = {at for at, _ in placed}
+            free = next(at for at in range(len(placed) + 1) if at not in taken)
+            placed.insert(sum(at < free for at, _ in placed), (free, message[0][1]))
     return [item for _, item in placed]
 
 

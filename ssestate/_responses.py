@@ -35,12 +35,12 @@ from collections.abc import Callable
 from typing import Any
 
 from ._events import Continuation, Delta, Heartbeat, StreamError, ToolCallFragment, Usage, _fast
-from ._reader import TypedReader, count, stream_error, text_of
+from ._reader import TypedReader, count, error_code, error_message, flat_error, stream_error, text_of
 from ._state import Input
 from ._templates import Spec, TemplateKind
 from ._util import RemoteProtocolError
 
-__all__ = ["ResponsesReader", "flat_error"]
+__all__ = ["ResponsesReader"]
 
 _new_content = _fast(Delta, "choice", "content", "logprobs")
 _new_delta = _fast(Delta)
@@ -242,7 +242,7 @@ class ResponsesReader(TypedReader):
         response = chunk.get("response")
         error = response.get("error") if type(response) is dict else None
         if type(error) is dict:
-            failure = StreamError(None, _code(error.get("code")), _message(error, chunk), None, chunk)
+            failure = StreamError(None, error_code(error.get("code")), error_message(error, chunk), None, chunk)
         else:
             failure = StreamError(None, None, "the response failed", None, chunk)
         return self._terminal(chunk, "error", "failed", out, failure)
@@ -278,8 +278,10 @@ class ResponsesReader(TypedReader):
     def _error_event(
         self, text: str, value: dict[str, Any], n: int, out: list[Any]
     ) -> Input | RemoteProtocolError | None:
-        """``event: error`` with the documented, flat payload: read by type."""
-        return self._payload(text, value, n, out)
+        """``event: error`` without an ``error`` member: the documented,
+        flat payload, or one without even a ``type``; an error all the same."""
+        self._error(text, value, out)
+        return None
 
     def _keepalive(self, data: str, chunk: dict[str, Any], out: list[Any]) -> None:
         out.append(_KEEPALIVE)
@@ -327,23 +329,6 @@ def _usage(usage: dict[str, Any]) -> Usage:
     return _new_usage(
         count(usage.get("input_tokens")), count(usage.get("output_tokens")), count(usage.get("total_tokens")), usage
     )
-
-
-def flat_error(chunk: dict[str, Any]) -> StreamError:
-    """The documented, flat error payload (``type``, ``code``, ``message``
-    at the top): no API but the Responses API writes one."""
-    return StreamError(None, _code(chunk.get("code")), _message(chunk, chunk), None, chunk)
-
-
-def _code(code: object) -> str | None:
-    if code is None or code == "":
-        return None
-    return code if type(code) is str else text_of(code, "")
-
-
-def _message(error: dict[str, Any], whole: dict[str, Any]) -> str:
-    message = error.get("message")
-    return message if type(message) is str else text_of(whole, "")
 
 
 ResponsesReader.handlers = {

@@ -687,6 +687,19 @@ def test_a_tool_call_without_an_id_is_written_back_without_one() -> None:
     }
 
 
+@pytest.mark.parametrize("dialect", ["auto", "openai-chat", "openai-responses", "anthropic", "gemini"])
+@pytest.mark.parametrize("payload", [{"code": "server_error", "message": "Oops"}, {"type": "error", "message": "Oops"}])
+def test_an_error_event_without_an_error_member_is_read_alike_by_every_reader(
+    dialect: str, payload: dict[str, Any]
+) -> None:
+    # A flat payload's type names the event, not a kind of error: None.
+    body = b"event: error\ndata: " + json.dumps(payload).encode() + b"\n\n"
+    events = ChatStream(dialect=dialect).feed(body)
+    assert [(e.code, e.message, e.type) for e in events if type(e) is StreamError] == [
+        (payload.get("code"), "Oops", None)
+    ]
+
+
 def test_an_anthropic_usage_report_edited_by_the_caller_changes_no_later_one() -> None:
     # The reports are merged (message_start, then message_delta); each Usage
     # must hold its own raw dict, or editing one would change the next.
@@ -709,13 +722,15 @@ def test_an_anthropic_usage_report_edited_by_the_caller_changes_no_later_one() -
 
 def _responses_turn(items: list[tuple[str, str]]) -> bytes:
     """A Responses stream whose output items are ``items`` in order: each a
-    ("reasoning", id), ("call", call_id) or ("message", text)."""
+    ("reasoning", id), ("call", call_id), ("search", id) or ("message", text)."""
     events: list[dict[str, Any]] = [{"type": "response.created", "response": {"id": "resp_1", "output": []}}]
     for n, (kind, value) in enumerate(items):
         if kind == "reasoning":
             item: dict[str, Any] = {"id": value, "type": "reasoning", "summary": [], "encrypted_content": "e" + value}
         elif kind == "call":
             item = {"id": "fc_" + value, "type": "function_call", "call_id": value, "name": "f", "arguments": "{}"}
+        elif kind == "search":  # a tool the server ran: not sent back
+            item = {"id": value, "type": "web_search_call", "status": "completed"}
         else:
             item = {"id": "msg_" + str(n), "type": "message", "role": "assistant", "content": []}
         events.append({"type": "response.output_item.added", "output_index": n, "item": item})
@@ -734,6 +749,8 @@ def _responses_turn(items: list[tuple[str, str]]) -> bytes:
         [("reasoning", "rs_a"), ("message", "Checking."), ("call", "call_1")],
         [("reasoning", "rs_a"), ("call", "call_1"), ("reasoning", "rs_b"), ("message", "Done.")],
         [("message", "Hi."), ("call", "call_1")],
+        [("reasoning", "rs_a"), ("search", "ws_1"), ("reasoning", "rs_b"), ("message", "Found it.")],
+        [("reasoning", "rs_a"), ("message", "Calling f."), ("reasoning", "rs_b"), ("call", "call_1")],
     ],
 )
 def test_a_responses_turn_is_replayed_in_the_order_it_was_sent(items: list[tuple[str, str]]) -> None:
@@ -752,4 +769,4 @@ def test_a_responses_turn_is_replayed_in_the_order_it_was_sent(items: list[tuple
         else ("message", i["content"])
         for i in acc.message(0, dialect="openai-responses")
     ]
-    assert replayed == items
+    assert replayed == [item for item in items if item[0] != "search"]
