@@ -38,7 +38,6 @@ included.
 
 from __future__ import annotations
 
-import copy
 import json
 from collections.abc import Callable, Mapping
 from typing import Any, Literal
@@ -56,7 +55,7 @@ from ._events import (
     Usage,
 )
 from ._replay import replay
-from ._util import Sentinel
+from ._util import Sentinel, copied
 
 __all__ = ["Accumulator", "Choice", "Outcome", "ToolArgumentsError", "ToolCall"]
 
@@ -273,8 +272,12 @@ class Accumulator:
     def __copy__(self) -> Accumulator:
         """An independent accumulator with the same result so far: as with
         the parsers, a copy shares nothing mutable, so feeding one never
-        moves the other."""
-        return copy.deepcopy(self)
+        moves the other.
+
+        Raises:
+            TypeError: it holds data nested deeper than Python can copy.
+        """
+        return copied(self)
 
     @property
     def choices(self) -> Mapping[int, Choice]:

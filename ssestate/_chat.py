@@ -41,7 +41,7 @@ from ._events import ChatEvent
 from ._framing import DEFAULT_MAX_EVENT_SIZE, EventStreamParser
 from ._queue import Queued
 from ._state import CHAT_TRANSITIONS, ChatState, Input, transition
-from ._util import CLOSED, NEED_DATA, LocalProtocolError, RemoteProtocolError, Sentinel, fresh
+from ._util import CLOSED, NEED_DATA, LocalProtocolError, RemoteProtocolError, Sentinel, copied, fresh
 
 __all__ = ["ChatStream"]
 
@@ -241,8 +241,12 @@ class ChatStream(Queued[ChatEvent]):
 
     def __copy__(self) -> ChatStream:
         """An independent stream in the same state (copies share nothing
-        mutable: feeding one never moves the other)."""
-        return self.__deepcopy__({})
+        mutable: feeding one never moves the other).
+
+        Raises:
+            TypeError: it holds data nested deeper than Python can copy.
+        """
+        return copied(self)
 
     def __deepcopy__(self, memo: dict[int, Any]) -> ChatStream:
         twin = ChatStream.__new__(ChatStream)
@@ -278,9 +282,13 @@ class ChatStream(Queued[ChatEvent]):
         out: list[Any] = []
         stage = self._stage
         if stage:
-            if data.__class__ is not bytes and not isinstance(data, (bytes, bytearray, memoryview)):
-                # Refused before the staged bytes are let go: a caller may try again.
-                raise TypeError(f"receive_data() takes bytes, not {type(data).__name__}")
+            if data.__class__ is not bytes:
+                # Refused (or made bytes: a strided view cannot be joined as
+                # it is) before the staged bytes are let go, so that a caller
+                # may try again.
+                if not isinstance(data, (bytes, bytearray, memoryview)):
+                    raise TypeError(f"receive_data() takes bytes, not {type(data).__name__}")
+                data = bytes(data)
             staged = bytes(stage)
             stage.clear()
             if data:

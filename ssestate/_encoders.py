@@ -32,7 +32,6 @@ at any time, so a loop may feed everything ``next_event()`` returns.
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Mapping
 from typing import Any
 
@@ -48,7 +47,7 @@ from ._events import (
     Truncated,
     Usage,
 )
-from ._util import LocalProtocolError, Sentinel
+from ._util import LocalProtocolError, Sentinel, copied
 from ._write_anthropic import AnthropicWriter
 from ._write_chat import ChatWriter
 from ._write_gemini import GeminiWriter
@@ -127,8 +126,12 @@ class Encoder:
 
     def __copy__(self) -> Encoder:
         """An independent encoder at the same place in its stream (a copy
-        shares nothing mutable: feeding one never moves the other)."""
-        return copy.deepcopy(self)
+        shares nothing mutable: feeding one never moves the other).
+
+        Raises:
+            TypeError: it holds data nested deeper than Python can copy.
+        """
+        return copied(self)
 
     @property
     def dialect(self) -> str:

@@ -32,7 +32,7 @@ from ._buffer import ReceiveBuffer
 from ._events import Heartbeat, ServerSentEvent, Truncated
 from ._queue import Queued
 from ._state import PARSER_TRANSITIONS, Input, ParserState, transition
-from ._util import CLOSED, NEED_DATA, LocalProtocolError, RemoteProtocolError, Sentinel, fresh
+from ._util import CLOSED, NEED_DATA, LocalProtocolError, RemoteProtocolError, Sentinel, copied, fresh
 
 __all__ = ["DEFAULT_MAX_EVENT_SIZE", "EventStreamParser", "FramingEvent", "UnknownLine"]
 
@@ -226,8 +226,12 @@ class EventStreamParser(Queued[FramingEvent]):
 
     def __copy__(self) -> EventStreamParser:
         """An independent parser in the same state (copies share nothing
-        mutable: feeding one never moves the other)."""
-        return self.__deepcopy__({})
+        mutable: feeding one never moves the other).
+
+        Raises:
+            TypeError: it holds data nested deeper than Python can copy.
+        """
+        return copied(self)
 
     def __deepcopy__(self, memo: dict[int, Any]) -> EventStreamParser:
         twin = EventStreamParser.__new__(EventStreamParser)

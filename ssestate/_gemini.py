@@ -65,8 +65,10 @@ _FILTERED = frozenset(
     }
 )
 # The most text of raw JSON lines kept while waiting for them to make an
-# object (and never more than the stream's max_event_size): an error
-# object is a few hundred bytes.
+# object: the stream's max_event_size, but never less than _RAW_FLOOR (an
+# error with its details runs to a few KiB, and lines past the limit are
+# let go unread) nor more than _RAW_LIMIT.
+_RAW_FLOOR = 64 * 1024
 _RAW_LIMIT = 1 << 20
 # A JSON string within a line, or what is left of the line after a quote
 # that no quote closes: its brackets are not the value's.  Each character
@@ -107,7 +109,7 @@ class RawJson:
     __slots__ = ("_depth", "_limit", "_lines", "_size")
 
     def __init__(self, limit: int) -> None:
-        self._limit = min(limit, _RAW_LIMIT)
+        self._limit = min(max(limit, _RAW_FLOOR), _RAW_LIMIT)
         self._lines: list[str] = []
         self._size = 0
         self._depth = 0  # brackets opened and not closed by the lines kept

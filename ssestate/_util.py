@@ -10,6 +10,7 @@ offset into the stream where the problem was found.  ``NEED_DATA`` and
 
 from __future__ import annotations
 
+import copy
 import enum
 from typing import TypeVar
 
@@ -61,6 +62,7 @@ CLOSED = Sentinel.CLOSED
 
 
 _E = TypeVar("_E", bound=ProtocolError)
+_T = TypeVar("_T")
 
 
 def fresh(error: _E) -> _E:
@@ -68,3 +70,15 @@ def fresh(error: _E) -> _E:
     traceback, whose frames would hold the machine that stored it (a
     reference cycle)."""
     return type(error)(str(error), error.offset)
+
+
+def copied(thing: _T) -> _T:
+    """``copy.deepcopy(thing)``, the copy of every stateful ssestate object:
+    a copy shares nothing mutable with its original.  Data nested deeper
+    than Python's recursion limit (an error body, say, which the parse took)
+    cannot be copied: that is a ``TypeError``, which ``copy`` callers know,
+    not a ``RecursionError``."""
+    try:
+        return copy.deepcopy(thing)
+    except RecursionError:
+        raise TypeError(f"cannot copy this {type(thing).__name__}: it holds data nested too deeply") from None

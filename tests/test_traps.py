@@ -7,6 +7,7 @@ sizes, never against a clock), the memory it holds (with ``tracemalloc``).
 
 from __future__ import annotations
 
+import copy
 import json
 import sys
 import time
@@ -335,9 +336,9 @@ def test_raw_json_lines_that_do_not_parse_are_let_go(dialect: str) -> None:
         assert errors == [("503", 'Overloaded {["')], name
 
 
-def test_raw_json_lines_are_held_within_max_event_size() -> None:
+def test_raw_json_lines_are_held_within_a_bound() -> None:
     # Raw lines that start a JSON value are kept until it ends: never more
-    # of them than the stream's max_event_size (the value here never ends).
+    # than max_event_size or 64 KiB, whichever is more (the value here never ends).
     stream = ChatStream(dialect="gemini", max_event_size=4096)
     body = b"{\n" + (b'"a": "' + b"x" * 1000 + b'",\n') * 2000
     tracemalloc.start()
@@ -349,6 +350,18 @@ def test_raw_json_lines_are_held_within_max_event_size() -> None:
     finally:
         tracemalloc.stop()
     assert peak < 512 * 1024, f"{peak} bytes held at the peak for raw lines, max_event_size=4096"
+
+
+@pytest.mark.parametrize("dialect", ["gemini", "auto"])
+def test_a_raw_json_error_larger_than_a_small_max_event_size_is_read(dialect: str) -> None:
+    # An error with its details runs to a few KiB, more than a small limit.
+    details = [{"@type": "type.googleapis.com/google.rpc.QuotaFailure", "violations": [{"n": n} for n in range(60)]}]
+    error = {"error": {"code": 429, "message": "Quota exceeded", "status": "RESOURCE_EXHAUSTED", "details": details}}
+    body = json.dumps(error, indent=2).encode() + b"\n"
+    assert len(body) > 2 * 1024
+    for name, chunks in chunkings(body):
+        events = feed_all(ChatStream(dialect=dialect, max_event_size=1024), chunks)
+        assert [(e.code, e.message) for e in events if isinstance(e, StreamError)] == [("429", "Quota exceeded")], name
 
 
 @pytest.mark.parametrize("machine", [ChatStream, EventStreamParser])
@@ -365,3 +378,31 @@ def test_a_chunk_of_the_wrong_type_is_refused_and_loses_nothing(machine: Callabl
     after = stream.feed(tail) + stream.feed(b"")
     fresh = machine()
     assert after == fresh.feed(HI) + fresh.feed(b"")
+
+
+def test_a_strided_memoryview_after_staged_bytes_is_read() -> None:
+    # A view with a step is bytes-like but cannot be joined as it is.
+    head, tail = HI[:20], HI[20:]
+    spread = bytes(b for pair in zip(tail, b"\0" * len(tail), strict=True) for b in pair)
+    for machine in (ChatStream, EventStreamParser):
+        stream = machine()
+        assert stream.feed(head) == []
+        got = stream.feed(memoryview(spread)[::2]) + stream.feed(b"")
+        fresh = machine()
+        assert got == fresh.feed(HI) + fresh.feed(b""), machine.__name__
+
+
+def test_copying_data_nested_deeper_than_python_can_copy_is_a_type_error() -> None:
+    # The parse reads an error body this deep; a deep copy of it cannot be
+    # made, and copy callers know TypeError (SPEC §1), not RecursionError.
+    deep = b'data: {"error": {"message": "boom", "detail": ' + b"[" * 600 + b"]" * 600 + b"}}\n\n"
+    stream = ChatStream()
+    stream.receive_data(deep)  # queued, not handed out
+    with pytest.raises(TypeError, match="nested too deeply"):
+        copy.copy(stream)
+    acc = Accumulator()
+    for event in stream.feed(b""):
+        acc.feed(event)
+    assert acc.outcome == "error"
+    with pytest.raises(TypeError, match="nested too deeply"):
+        copy.copy(acc)
