@@ -13,6 +13,8 @@ from __future__ import annotations
 import http.client
 import json
 import math
+import socketserver
+import threading
 from collections.abc import Iterator
 from typing import Any
 
@@ -437,3 +439,20 @@ def test_hold_until_the_cap_and_stop_while_pausing() -> None:
     assert record is not None and (record.outcome, record.step) == ("stopped", 1)
     held.close()
     paused.close()
+
+
+def test_close_returns_after_an_interrupt_that_came_before_the_serve_loop(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Ctrl-C (or SIGTERM made Ctrl-C, as `ssestate serve` does) can land
+    # before the standard library's loop begins; closing must not then wait
+    # for that loop to stop.
+    def interrupted(self: socketserver.BaseServer, poll_interval: float = 0.5) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(socketserver.BaseServer, "serve_forever", interrupted)
+    server = ScriptServer(lambda request: scenario("text", 0, FAST))
+    with pytest.raises(KeyboardInterrupt):
+        server.serve_forever()
+    closing = threading.Thread(target=server.close, daemon=True)
+    closing.start()
+    closing.join(10)
+    assert not closing.is_alive(), "close() waited for a serve loop that never ran"

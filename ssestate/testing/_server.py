@@ -384,10 +384,13 @@ class ScriptServer:
     def serve_forever(self) -> None:
         """Serve from the calling thread until ``close()`` (or an exception,
         such as ``KeyboardInterrupt``, which closes the server and propagates)."""
-        self._serving = True
         try:
+            self._serving = True
             self._httpd.serve_forever(_TICK)
         finally:
+            # The loop is over (or never began: an interrupt can land before
+            # it starts), so close() must not wait for it to stop.
+            self._serving = False
             self._shutdown_connections()
             self._httpd.server_close()
 
