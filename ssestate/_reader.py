@@ -75,8 +75,9 @@ class Reader:
         strict: a payload that is not JSON is a fault (True) or skipped.
         locate: the stream offset where item ``k`` of the latest parser call
             was dispatched (for error messages).
-        limit: the stream's ``max_event_size``: the most a reader keeps of
-            anything unfinished (raw JSON lines waiting to make a value).
+        limit: the stream's ``max_event_size``, which bounds what a reader
+            keeps of anything unfinished (raw JSON lines waiting to make a
+            value: see ``RawJson`` for the floor it keeps all the same).
 
     Attributes:
         response_id, model, created, system_fingerprint: from the first

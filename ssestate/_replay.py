@@ -79,27 +79,31 @@ def _kept(c: Choice, *kinds: str) -> list[Any]:
 
 
 def _responses(c: Choice) -> list[dict[str, Any]]:
-    reasoning = [k for k in c.continuations if k.kind == "reasoning_item"]
-    content = c.content or c.refusal
-    message = [(-1, {"role": "assistant", "content": content})] if content else []
+    text = c.content or c.refusal
+    message = {"role": "assistant", "content": text} if text else None
     calls: list[tuple[int, dict[str, Any]]] = []
     for call in c.tool_calls:
         item: dict[str, Any] = {"type": "function_call", "name": call.name, "arguments": call.arguments}
         if call.id is not None:
             item["call_id"] = call.id
         calls.append((call.index, item))
+    reasoning = [k for k in c.continuations if k.kind == "reasoning_item"]
     if not reasoning or any(k.index is None for k in reasoning):
-        return [*_kept(c, "reasoning_item"), *(item for _, item in message + calls)]
-    kept: list[tuple[int, dict[str, Any]]] = [(cast(int, k.index), cast("dict[str, Any]", k.data)) for k in reasoning]
-    placed = sorted(kept + calls, key=lambda pair: pair[0])
-    if message:
+        return [*_kept(c, "reasoning_item"), *([message] if message else []), *(item for _, item in calls)]
+    placed = sorted([(cast(int, k.index), cast("dict[str, Any]", k.data)) for k in reasoning] + calls, key=_first)
+    if message is not None:
         if placed[-1][1].get("type") != "function_call":
-            placed.append(message[0])  # after a reasoning item, which must not end the turn
+            at = len(placed)  # after a reasoning item, which must not end the turn
         else:
-            taken = {at for at, _ in placed}
-            free = next(at for at in range(len(placed) + 1) if at not in taken)
-            placed.insert(sum(at < free for at, _ in placed), (free, message[0][1]))
+            taken = {index for index, _ in placed}
+            free = next(index for index in range(len(placed) + 1) if index not in taken)
+            at = sum(index < free for index, _ in placed)
+        placed.insert(at, (-1, message))
     return [item for _, item in placed]
+
+
+def _first(pair: tuple[int, Any]) -> int:
+    return pair[0]
 
 
 def _anthropic(c: Choice) -> dict[str, Any]:
