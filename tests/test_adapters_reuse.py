@@ -212,6 +212,47 @@ def test_done_comes_before_the_body_ends(mode: str, servers: Any) -> None:
     assert (server.connections, server.requests) == (1, 2)
 
 
+@pytest.mark.parametrize("mode", ["httpx", "httpx-asyncio"])
+def test_a_body_that_ends_first_leaves_no_deadline_on_its_connection(mode: str, servers: Any) -> None:
+    # A body that ends before any end marker (Gemini's way; a stream cut
+    # cleanly) gives its connection back to httpx's pool while the caller
+    # still holds its last events.  A call started then, on that
+    # connection, reads with its own limits: 0.2 s pauses within its idle
+    # limit of 1 s, long after the first call's 0.1 s limit ran out.
+    server = servers([*HELLO[:-1], "end"], [HELLO[0], 0.2, *HELLO[1:], "end"])
+    outer: list[ChatEvent] = []
+    inner: list[ChatEvent] = []
+    if mode == "httpx":
+        with (
+            httpx.Client(verify=default_tls()) as client,
+            sse_httpx.stream_chat(client, server.url, PAYLOAD, idle_timeout=0.1, retry=None) as call,
+        ):
+            for event in call:
+                outer.append(event)
+                if len(outer) == len(HELLO_EVENTS):  # the last, handed out after the body's end
+                    time.sleep(0.2)
+                    with sse_httpx.stream_chat(client, server.url, PAYLOAD, idle_timeout=1.0) as second:
+                        inner.extend(second)
+    else:
+
+        async def main() -> None:
+            async with (
+                httpx.AsyncClient(verify=default_tls()) as client,
+                sse_httpx.astream_chat(client, server.url, PAYLOAD, idle_timeout=0.1, retry=None) as call,
+            ):
+                async for event in call:
+                    outer.append(event)
+                    if len(outer) == len(HELLO_EVENTS):
+                        await asyncio.sleep(0.2)
+                        async with sse_httpx.astream_chat(client, server.url, PAYLOAD, idle_timeout=1.0) as second:
+                            inner.extend([e async for e in second])
+
+        asyncio.run(main())
+    assert outer == [*HELLO_EVENTS[:-1], Done(sentinel=False)]  # a clean end after the finish
+    assert inner == HELLO_EVENTS
+    assert (server.connections, server.requests) == (1, 2)
+
+
 @pytest.mark.parametrize("mode", MODES)
 def test_a_body_held_open_after_done_loses_its_connection(mode: str, servers: Any) -> None:
     server = servers([*HELLO, "hold"])

@@ -98,7 +98,12 @@ def bound_reads(response: httpx.Response, timeouts: Timeouts, *, is_async: bool)
 
     Returns the function that removes the wrapper, or None when there is
     nothing to wrap (HTTP/2 asks ``timeouts`` itself; a transport without a
-    network stream).
+    network stream).  The caller removes it as soon as the body ends: httpx
+    then gives the connection back to its pool, and the next request on it
+    must read with its own timeout.  Until then, the wrapper itself passes
+    the timeout it is given through once the response is closed, so that
+    no window is left in which a pooled connection reads with this call's
+    deadline.
     """
     if response.http_version != "HTTP/1.1":
         return None
@@ -110,12 +115,12 @@ def bound_reads(response: httpx.Response, timeouts: Timeouts, *, is_async: bool)
     if is_async:
 
         async def bounded(max_bytes: int, timeout: float | None = None) -> bytes:
-            return await read(max_bytes, timeouts.left())  # type: ignore[no-any-return]
+            return await read(max_bytes, timeout if response.is_closed else timeouts.left())  # type: ignore[no-any-return]
 
     else:
 
         def bounded(max_bytes: int, timeout: float | None = None) -> bytes:
-            return read(max_bytes, timeouts.left())  # type: ignore[no-any-return]
+            return read(max_bytes, timeout if response.is_closed else timeouts.left())  # type: ignore[no-any-return]
 
     try:
         stream.read = bounded  # type: ignore[union-attr]
@@ -123,7 +128,9 @@ def bound_reads(response: httpx.Response, timeouts: Timeouts, *, is_async: bool)
         return None
 
     def restore() -> None:
-        with contextlib.suppress(AttributeError):
+        # Only this call's own wrapper: a later call's, put on top of it,
+        # stays (this one then passes its timeout through).
+        if vars(stream).get("read") is bounded:
             del stream.read  # type: ignore[union-attr]
 
     return restore

@@ -365,6 +365,15 @@ class _CallBase(CallSurface):
         self._timeouts.until = time.monotonic() + DRAIN_TIME
         return True
 
+    def _ended(self) -> None:
+        """The body was read to its end: httpx has given the connection back
+        to its pool, where another request may take it before the caller
+        asks for the next event, so the deadline's wrapper comes off now."""
+        self._complete = True
+        restore, self._restore = self._restore, None
+        if restore is not None:
+            restore()
+
     def _take(self) -> tuple[httpx.Response | None, str]:
         """Let go of the response; says how to end an HTTP/2 stream that
         the server has not ended: "reset", "close" (the connection), or ""."""
@@ -450,7 +459,8 @@ class HttpxCall(_CallBase, BlockingCall):
                             break
                         data = b""  # the body was cut short: Truncated follows
                     else:
-                        self._complete = not data
+                        if not data:
+                            self._ended()
                     events = driver.feed(data, clock())
                     if events:
                         yield events
@@ -475,7 +485,7 @@ class HttpxCall(_CallBase, BlockingCall):
                 budget -= len(data)
                 if budget < 0:
                     return
-            self._complete = True
+            self._ended()
 
     def _disconnect(self) -> None:
         chunks = self._chunks
@@ -561,7 +571,8 @@ class AsyncHttpxCall(_CallBase, AsyncCall):
                             break
                         data = b""  # the body was cut short: Truncated follows
                     else:
-                        self._complete = not data
+                        if not data:
+                            self._ended()
                     events = driver.feed(data, clock())
                     if events:
                         yield events
@@ -593,7 +604,7 @@ class AsyncHttpxCall(_CallBase, AsyncCall):
                 budget -= len(data)
                 if budget < 0:
                     return
-            self._complete = True
+            self._ended()
 
     async def _shielded_disconnect(self) -> None:
         # Closing must finish even inside a cancelled scope (the very
