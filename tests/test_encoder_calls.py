@@ -310,7 +310,9 @@ ANY_EVENT = st.one_of(
 
 
 @pytest.mark.parametrize("dialect", DIALECTS)
-@settings(max_examples=1000, deadline=None)
+# Ten times the profile's count: an example is cheap (most odd values are
+# refused at once), and the pools are wide.
+@settings(max_examples=10 * settings().max_examples)
 @given(events=st.lists(ANY_EVENT, max_size=12))
 def test_any_event_is_written_or_refused_and_what_is_written_reads(dialect: str, events: list[Any]) -> None:
     """Whatever it is fed, an encoder writes bytes or raises ``LocalProtocolError``

@@ -93,7 +93,7 @@ def check_so_far(fed: Accumulator, live: Accumulator, dialect: str) -> None:
 
 
 @pytest.mark.parametrize("dialect", DIALECTS)
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=4 * settings().max_examples)
 @given(data=st.data())
 def test_round_trip(dialect: str, data: st.DataObject) -> None:
     events = data.draw(event_streams(dialect), label="events")
@@ -135,7 +135,7 @@ KINDS = {
 
 
 @pytest.mark.parametrize("dialect", DIALECTS)
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=2 * settings().max_examples)
 @given(data=st.data())
 def test_a_refused_event_changes_nothing(dialect: str, data: st.DataObject) -> None:
     """An event the encoder refuses leaves it as it was: the stream written
@@ -194,7 +194,7 @@ def _result(acc: Accumulator) -> tuple[Any, ...]:
 
 
 @pytest.mark.parametrize("dialect", DIALECTS)
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=settings().max_examples)
 @given(data=st.data())
 def test_a_copied_encoder_or_accumulator_is_independent(dialect: str, data: st.DataObject) -> None:
     # As with the parsers, copy.copy gives an object that shares nothing

@@ -185,12 +185,12 @@ HAZARDS: dict[str, Callable[[ChatCase], bool]] = {
 
 
 def test_chat_streams_draws_every_hazard() -> None:
-    # One pass over many streams sees most hazards; each one it missed must
-    # then be found on its own.  Both draw the same examples on every run
-    # (see FIRST).
+    # One pass over many streams sees most hazards (all 61 within the first
+    # 413 draws of hypothesis 6.170); each one it missed must then be found
+    # on its own.  Both draw the same examples on every run (see FIRST).
     seen: set[str] = set()
 
-    @settings(max_examples=800, phases=[Phase.generate], database=None, deadline=None, derandomize=True)
+    @settings(max_examples=400, phases=[Phase.generate], database=None, deadline=None, derandomize=True)
     @given(chat_streams(max_choices=2))
     def look(case: ChatCase) -> None:
         seen.update(name for name, shows in HAZARDS.items() if name not in seen and shows(case))
