@@ -273,6 +273,19 @@ def test_too_much_after_done_loses_the_connection(mode: str, servers: Any) -> No
 
 
 @pytest.mark.parametrize("mode", ["httpx", "httpx-asyncio"])
+def test_a_trickle_after_done_is_read_for_a_short_while_only(mode: str, servers: Any) -> None:
+    # A comment every fraction of a millisecond after [DONE], for seconds:
+    # each read is quick, but the drain as a whole stops after DRAIN_TIME
+    # (it used to go on until DRAIN_BYTES, 2-3 s here) and the connection
+    # is given up.
+    server = servers([*HELLO, *[PING, 0.0002] * 20_000, "end"])
+    start = time.monotonic()
+    assert calls(mode, server.url, 1) == [HELLO_EVENTS]
+    assert time.monotonic() - start < 1.5
+    assert server.wait_closed()
+
+
+@pytest.mark.parametrize("mode", ["httpx", "httpx-asyncio"])
 def test_an_exception_after_done_closes_at_once(mode: str, servers: Any) -> None:
     # The body would end 0.1 s later, but an exception is on its way: the
     # connection is closed, not drained, and the next call needs another.

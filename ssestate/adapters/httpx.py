@@ -298,6 +298,13 @@ def astream_chat(  # noqa: PLR0917 - the positional order SPEC §7 fixes
     return AsyncHttpxCall(client, request, driver, close_http2_connection=close_http2_connection)
 
 
+def _past(until: float | None) -> bool:
+    """Whether the drain's time is up: each read waits until then at most,
+    but a server that keeps writing small pieces would otherwise hold the
+    caller for ``DRAIN_BYTES`` of them."""
+    return until is not None and time.monotonic() >= until
+
+
 class _CallBase(CallSurface):
     """What the sync and async calls share: the surface and the response."""
 
@@ -479,11 +486,11 @@ class HttpxCall(_CallBase, BlockingCall):
         chunks = self._chunks
         if chunks is None or not self._start_drain():
             return
-        budget = DRAIN_BYTES
+        budget, until = DRAIN_BYTES, self._timeouts.until
         with contextlib.suppress(*_TRANSPORT_ERRORS):
             for data in chunks:
                 budget -= len(data)
-                if budget < 0:
+                if budget < 0 or _past(until):
                     return
             self._ended()
 
@@ -598,11 +605,11 @@ class AsyncHttpxCall(_CallBase, AsyncCall):
         chunks = self._chunks
         if chunks is None or not self._start_drain():
             return
-        budget = DRAIN_BYTES
+        budget, until = DRAIN_BYTES, self._timeouts.until
         with contextlib.suppress(*_TRANSPORT_ERRORS):
             async for data in chunks:
                 budget -= len(data)
-                if budget < 0:
+                if budget < 0 or _past(until):
                     return
             self._ended()
 
