@@ -386,7 +386,7 @@ def _result(events: list[ChatEvent], error: BaseException | None, call: Any, ver
     return Result(events, error, call.attempts, call.status_code, list(call.headers), call.stats, version)
 
 
-def run_sync(url: str, *, payload: Mapping[str, Any] = PAYLOAD, **kwargs: Any) -> Result:
+def run_sync(url: str, *, payload: Mapping[str, Any] = PAYLOAD, take: int = -1, **kwargs: Any) -> Result:
     from ssestate.adapters import sync
 
     events: list[ChatEvent] = []
@@ -394,7 +394,9 @@ def run_sync(url: str, *, payload: Mapping[str, Any] = PAYLOAD, **kwargs: Any) -
     with sync.stream_chat(url, payload, **kwargs) as call:
         try:
             for event in call:
-                events.append(event)  # noqa: PERF402 - keep what came before an error
+                events.append(event)  # keep what came before an error
+                if len(events) == take:
+                    break
         except Exception as exc:
             error = exc
     return _result(events, error, call, "HTTP/1.1")
@@ -412,6 +414,7 @@ def run_httpx(
     *,
     payload: Mapping[str, Any] = PAYLOAD,
     client_kwargs: Mapping[str, Any] | None = None,
+    take: int = -1,
     **kwargs: Any,
 ) -> Result:
     import httpx
@@ -426,7 +429,9 @@ def run_httpx(
     ):
         try:
             for event in call:
-                events.append(event)  # noqa: PERF402 - keep what came before an error
+                events.append(event)  # keep what came before an error
+                if len(events) == take:
+                    break
         except Exception as exc:
             error = exc
         version = call.http_version
@@ -438,6 +443,7 @@ async def arun_httpx(
     *,
     payload: Mapping[str, Any] = PAYLOAD,
     client_kwargs: Mapping[str, Any] | None = None,
+    take: int = -1,
     **kwargs: Any,
 ) -> Result:
     """``run_httpx`` with an ``httpx.AsyncClient`` (under asyncio or trio)."""
@@ -453,7 +459,9 @@ async def arun_httpx(
     ):
         try:
             async for event in call:
-                events.append(event)  # noqa: PERF401 - keep what came before an error
+                events.append(event)  # keep what came before an error
+                if len(events) == take:
+                    break
         except Exception as exc:
             error = exc
         version = call.http_version
@@ -473,7 +481,7 @@ def run_httpx_trio(url: str, **kwargs: Any) -> Result:
     return result
 
 
-async def arun_trio(url: str, *, payload: Mapping[str, Any] = PAYLOAD, **kwargs: Any) -> Result:
+async def arun_trio(url: str, *, payload: Mapping[str, Any] = PAYLOAD, take: int = -1, **kwargs: Any) -> Result:
     from ssestate.adapters import trio as sse_trio
 
     events: list[ChatEvent] = []
@@ -481,7 +489,9 @@ async def arun_trio(url: str, *, payload: Mapping[str, Any] = PAYLOAD, **kwargs:
     async with sse_trio.stream_chat(url, payload, **kwargs) as call:
         try:
             async for event in call:
-                events.append(event)  # noqa: PERF401 - keep what came before an error
+                events.append(event)  # keep what came before an error
+                if len(events) == take:
+                    break
         except Exception as exc:
             error = exc
     return _result(events, error, call, "HTTP/1.1")
@@ -505,7 +515,8 @@ ADAPTERS: dict[str, Callable[..., Result]] = {
 
 def run(adapter: str, url: str, **kwargs: Any) -> Result:
     """Run ``adapter`` on ``url`` with ``stream_chat`` arguments ``kwargs``
-    (``payload`` defaults to ``PAYLOAD``, ``retry`` to ``FAST_RETRY``)."""
+    (``payload`` defaults to ``PAYLOAD``, ``retry`` to ``FAST_RETRY``);
+    ``take=n`` leaves the loop after n events."""
     kwargs.setdefault("retry", FAST_RETRY)
     return ADAPTERS[adapter](url, **kwargs)
 

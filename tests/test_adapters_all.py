@@ -23,6 +23,8 @@ pytest.importorskip("h11")
 from adapter_scenarios import (
     ADAPTERS,
     CASES,
+    HELLO,
+    HELLO_EVENTS,
     Case,
     ServerFactory,
     reference,
@@ -31,7 +33,7 @@ from adapter_scenarios import (
     summary,
 )
 
-from ssestate.testing import SCENARIOS, expected_outcome, scenario
+from ssestate.testing import SCENARIOS, Script, expected_outcome, scenario
 
 pytestmark = pytest.mark.network
 
@@ -77,3 +79,12 @@ def test_every_adapter_gives_the_same_result(case: Case, server_factory: ServerF
     if case.name.startswith("scenario-"):
         outcome = next(iter(summaries.values()))[0]
         assert outcome == expected_outcome(case.name.removeprefix("scenario-"), SEED)
+
+
+@pytest.mark.parametrize("adapter", ADAPTERS)
+def test_stats_count_only_the_events_handed_out(adapter: str, server_factory: ServerFactory) -> None:
+    # One write completes every event; the caller leaves after two.
+    server = server_factory(Script(steps=[b"".join(step for step in HELLO if isinstance(step, bytes))]))
+    result = run(adapter, server.url, take=2)
+    assert result.events == HELLO_EVENTS[:2]
+    assert result.stats.events == 2

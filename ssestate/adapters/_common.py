@@ -426,12 +426,18 @@ class StreamDriver:
         """Stats of the current attempt."""
         return dataclasses.replace(self._recorder.stats, bytes=self._bytes, events=self._events)
 
+    def untaken(self, count: int) -> None:
+        """``count`` events that ``feed`` returned were never handed out (the
+        caller left the loop first): ``stats.events`` leaves them out."""
+        self._events -= count
+
 
 class CallSurface:
     """The read-only surface every adapter's call object shares; a call
     object keeps its ``StreamDriver`` in ``_driver``."""
 
     _driver: StreamDriver
+    _batch: list[ChatEvent]  # the rest of the current list, reversed: the next event is last
 
     @property
     def status_code(self) -> int | None:
@@ -445,8 +451,17 @@ class CallSurface:
 
     @property
     def stats(self) -> StreamStats:
-        """Timing and counts of the response being read."""
-        return self._driver.stats
+        """Timing and counts of the response being read (``events``: those
+        handed out so far)."""
+        stats = self._driver.stats
+        waiting = len(self._batch)
+        return dataclasses.replace(stats, events=stats.events - waiting) if waiting else stats
+
+    def _drop_batch(self) -> None:
+        """The call closes: the events of the current list not handed out
+        never will be."""
+        self._driver.untaken(len(self._batch))
+        self._batch = []
 
     @property
     def attempts(self) -> int:
@@ -471,7 +486,6 @@ class BlockingCall(CallSurface):
     way (for adapters where closing may wait a little, it must not then)."""
 
     _batches: Generator[list[ChatEvent], None, None] | None
-    _batch: list[ChatEvent]  # the rest of the current list, reversed: the next event is last
     _closed: bool
     # What each adapter defines: the loop, and closing.
     _run: Callable[[], Generator[list[ChatEvent], None, None]]
@@ -515,7 +529,6 @@ class AsyncCall(CallSurface):
     ``BlockingCall``)."""
 
     _batches: AsyncGenerator[list[ChatEvent], None] | None
-    _batch: list[ChatEvent]
     _closed: bool
     # What each adapter defines: the loop, and closing.
     _run: Callable[[], AsyncGenerator[list[ChatEvent], None]]

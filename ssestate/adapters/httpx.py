@@ -427,7 +427,7 @@ class HttpxCall(_CallBase, BlockingCall):
 
     def _shut(self, *, finish: bool) -> None:
         self._closed = True
-        self._batch = []
+        self._drop_batch()
         if finish:
             self._finish_body()
         if self._batches is not None:
@@ -542,7 +542,7 @@ class AsyncHttpxCall(_CallBase, AsyncCall):
 
     async def _shut(self, *, finish: bool) -> None:
         self._closed = True
-        self._batch = []
+        self._drop_batch()
         try:
             if finish:
                 await self._finish_body()

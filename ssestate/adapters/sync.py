@@ -185,7 +185,7 @@ class SyncCall(BlockingCall):
     def close(self) -> None:
         """Close the connection and stop iterating (idempotent)."""
         self._closed = True
-        self._batch = []
+        self._drop_batch()
         if self._batches is not None:
             self._batches.close()  # runs the loop's finally: closes the connection
         self._disconnect()

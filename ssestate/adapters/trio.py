@@ -160,7 +160,7 @@ class TrioCall(AsyncCall):
     async def aclose(self) -> None:
         """Close the connection and stop iterating (idempotent)."""
         self._closed = True
-        self._batch = []
+        self._drop_batch()
         try:
             if self._batches is not None:
                 await self._batches.aclose()  # runs the loop's finally
