@@ -12,6 +12,8 @@ to what ``ChatStream`` makes of the captured body.
 
 from __future__ import annotations
 
+import gzip
+import zlib
 from collections.abc import Iterator
 
 import pytest
@@ -33,7 +35,8 @@ from adapter_scenarios import (
     summary,
 )
 
-from ssestate.testing import SCENARIOS, Script, expected_outcome, scenario
+from ssestate import RemoteProtocolError
+from ssestate.testing import SCENARIOS, Script, Step, expected_outcome, scenario
 
 pytestmark = pytest.mark.network
 
@@ -88,3 +91,56 @@ def test_stats_count_only_the_events_handed_out(adapter: str, server_factory: Se
     result = run(adapter, server.url, take=2)
     assert result.events == HELLO_EVENTS[:2]
     assert result.stats.events == 2
+
+
+BODY = b"".join(step for step in HELLO if isinstance(step, bytes))
+
+
+def _raw_deflate(data: bytes) -> bytes:
+    compressor = zlib.compressobj(wbits=-zlib.MAX_WBITS)
+    return compressor.compress(data) + compressor.flush()
+
+
+@pytest.mark.parametrize(
+    ("coding", "body"),
+    [
+        ("gzip", gzip.compress(BODY)),
+        ("deflate", zlib.compress(BODY)),  # as the standard says: a zlib stream
+        ("deflate", _raw_deflate(BODY)),  # as some servers write it
+    ],
+    ids=["gzip", "deflate", "raw-deflate"],
+)
+@pytest.mark.parametrize("adapter", ADAPTERS)
+def test_a_body_compressed_despite_identity_is_decoded(
+    adapter: str, coding: str, body: bytes, server_factory: ServerFactory
+) -> None:
+    # The request asks for identity; a server that compresses anyway must
+    # not have its answer read as compressed bytes (before, the stdlib and
+    # trio adapters ended such a stream Truncated, every event lost).
+    head = [("Content-Type", "text/event-stream"), ("Content-Encoding", coding)]
+    for chunked in (False, True):
+        pieces: list[Step] = [body[i : i + 7] for i in range(0, len(body), 7)] if chunked else [body]
+        server = server_factory(Script(200, head, pieces, chunked=chunked))
+        result = run(adapter, server.url, retry=None)
+        assert (result.error, result.events) == (None, HELLO_EVENTS), chunked
+
+
+@pytest.mark.parametrize("adapter", ADAPTERS)
+def test_a_body_that_does_not_decode_is_a_protocol_error(adapter: str, server_factory: ServerFactory) -> None:
+    head = [("Content-Type", "text/event-stream"), ("Content-Encoding", "gzip")]
+    server = server_factory(Script(200, head, [BODY], chunked=False))  # not gzip at all
+    result = run(adapter, server.url, retry=None)
+    assert result.events == []
+    assert isinstance(result.error, RemoteProtocolError)
+    assert "gzip" in str(result.error) or "Content-Encoding" in str(result.error)
+
+
+@pytest.mark.parametrize("adapter", ["sync", "trio"])
+def test_a_coding_the_adapter_cannot_read_is_a_protocol_error(adapter: str, server_factory: ServerFactory) -> None:
+    # (httpx reads the codings it has decoders for itself.)
+    head = [("Content-Type", "text/event-stream"), ("Content-Encoding", "br")]
+    server = server_factory(Script(200, head, [b"\x1b\x00\x00"], chunked=False))
+    result = run(adapter, server.url, retry=None)
+    assert result.events == []
+    assert isinstance(result.error, RemoteProtocolError)
+    assert "Content-Encoding: br" in str(result.error)

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import gc
-import gzip
 import socket
 import ssl
 from collections.abc import AsyncIterator, Generator, Iterator
@@ -178,15 +177,6 @@ def test_first_byte_and_idle_limits_apply_per_read(mode: str, server_factory: Se
     record = stall.record_for(0)
     assert record is not None
     assert (record.outcome, record.step) == ("disconnected", 1)
-
-
-@pytest.mark.parametrize("mode", MODES)
-def test_gzip_body_is_decoded_to_bytes(mode: str, server_factory: ServerFactory) -> None:
-    body = b"".join(s for s in HELLO if isinstance(s, bytes))
-    head = [("Content-Type", "text/event-stream"), ("Content-Encoding", "gzip")]
-    server = server_factory(Script(200, head, [gzip.compress(body)], chunked=False))
-    result = run(mode, server.url)
-    assert result.events == HELLO_EVENTS
 
 
 @pytest.mark.parametrize("mode", MODES)

@@ -80,6 +80,7 @@ from .._events import ChatEvent
 from .._framing import EventStreamParser, FramingEvent
 from .._retry import RetryPolicy, StreamTimeout
 from .._state import ChatState
+from .._util import RemoteProtocolError
 from ._common import AsyncCall, BlockingCall, CallSurface, StreamDriver, settled
 from ._httpcore import Timeouts, areset_h2_stream, bound_reads, close_network, reset_h2_stream
 from ._request import ChatRequest, HeaderInput, build_request
@@ -114,6 +115,12 @@ _TRANSPORT_ERRORS = (httpx.TransportError,)
 
 
 # -- helpers for responses opened by the caller --------------------------------
+
+
+def _undecodable(exc: httpx.DecodingError) -> RemoteProtocolError:
+    """A body whose content coding does not decode: the same error the
+    other adapters raise."""
+    return RemoteProtocolError(f"the body is not valid in its Content-Encoding ({exc})")
 
 
 def _raw_body(response: httpx.Response) -> bool:
@@ -461,6 +468,8 @@ class HttpxCall(_CallBase, BlockingCall):
                 while driver.reading:  # until Done, the end of the body (b""), or a retry
                     try:
                         data = next(chunks, b"")  # the body iterators never yield b""
+                    except httpx.DecodingError as exc:
+                        raise _undecodable(exc) from None
                     except (StreamTimeout, *_TRANSPORT_ERRORS) as exc:
                         if driver.retry_read(self._failure(exc), exc, clock()) is not None:
                             break
@@ -573,6 +582,8 @@ class AsyncHttpxCall(_CallBase, AsyncCall):
                 while driver.reading:  # until Done, the end of the body (b""), or a retry
                     try:
                         data = await anext(chunks, b"")  # the body iterators never yield b""
+                    except httpx.DecodingError as exc:
+                        raise _undecodable(exc) from None
                     except (StreamTimeout, *_TRANSPORT_ERRORS) as exc:
                         if driver.retry_read(self._failure(exc), exc, clock()) is not None:
                             break

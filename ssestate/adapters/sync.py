@@ -7,7 +7,8 @@ the first ``next()``.  Then one generator runs the loop that
 ``ssestate.adapters._common`` describes: connect, send the request, read the
 head, and read the body with ``HTTPResponse.read1`` (what has arrived, at
 most ``chunk_size`` bytes; ``http.client`` undoes the chunked framing, and
-``Accept-Encoding: identity`` keeps the content itself untouched), feeding
+``Accept-Encoding: identity`` keeps the content itself untouched; a server
+that compresses anyway is decoded, see ``_coding``), feeding
 each read to the ``StreamDriver`` and handing out its events.
 
 Timeouts are socket timeouts: before every blocking step the socket may
@@ -39,13 +40,14 @@ import math
 import socket
 import ssl
 import time
-from collections.abc import Generator, Iterator, Mapping
+from collections.abc import Callable, Generator, Iterator, Mapping
 from typing import Any, Protocol, overload
 
 from .._chat import ChatStream
 from .._events import ChatEvent
 from .._framing import EventStreamParser, FramingEvent
 from .._retry import RetryPolicy, StreamTimeout
+from ._coding import inflater_for
 from ._common import LATE, BlockingCall, StreamDriver, settled
 from ._request import ChatRequest, HeaderInput, build_request
 
@@ -151,6 +153,23 @@ def stream_chat(  # noqa: PLR0917 - the positional order SPEC §7 fixes
     return SyncCall(request, driver, ssl_context=ssl_context, chunk_size=chunk_size)
 
 
+def _decoded(read: Callable[[int], bytes], content_encoding: str | None) -> Callable[[int], bytes]:
+    """``read`` itself, or, for a body with a content coding, a read of the
+    decoded content: it reads on until a piece decodes to something, and
+    returns ``b""`` only at the body's end (see ``_coding``)."""
+    inflater = inflater_for(content_encoding)
+    if inflater is None:
+        return read
+
+    def read_decoded(size: int) -> bytes:
+        while data := read(size):
+            if content := inflater.decode(data):
+                return content
+        return inflater.end()  # then b"" on the next call: the end
+
+    return read_decoded
+
+
 class SyncCall(BlockingCall):
     """One streamed chat call: a context manager and an iterator of events.
 
@@ -215,7 +234,7 @@ class SyncCall(BlockingCall):
                     self._disconnect()
                     time.sleep(delay)
                     continue
-                read, size = response.read1, self._chunk_size
+                read, size = _decoded(response.read1, response.getheader("Content-Encoding")), self._chunk_size
                 while driver.reading:  # until Done, the end of the body (b""), or a retry
                     try:
                         self._arm()

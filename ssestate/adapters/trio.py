@@ -60,6 +60,7 @@ except ImportError as exc:  # pragma: no cover - depends on the environment
 
 from .._events import ChatEvent
 from .._retry import RetryPolicy, StreamTimeout
+from ._coding import Inflater, inflater_for
 from ._common import LATE, AsyncCall, StreamDriver
 from ._request import ChatRequest, HeaderInput, build_request
 
@@ -153,6 +154,7 @@ class TrioCall(AsyncCall):
         self._stream: trio.abc.Stream | None = None
         self._h11: h11.Connection | None = None
         self._watchdog: _Watchdog | None = None
+        self._inflater: Inflater | None = None  # the body's content coding, when it has one
         self._batches: AsyncGenerator[list[ChatEvent], None] | None = None
         self._batch: list[ChatEvent] = []
         self._closed = False
@@ -189,6 +191,7 @@ class TrioCall(AsyncCall):
                     await trio.sleep(delay)
                     continue
                 assert self._stream is not None
+                self._inflater = inflater_for(next((v for n, v in pairs if n.lower() == "content-encoding"), None))
                 self._watchdog = _Watchdog(driver, self._stream)
                 trio.lowlevel.spawn_system_task(self._watchdog.run, name="ssestate idle watchdog")
                 while driver.reading:  # until Done, the end of the body (b""), or a retry
@@ -254,8 +257,9 @@ class TrioCall(AsyncCall):
             return event
 
     async def _receive(self) -> bytes:
-        """The next piece of the body, ``b""`` at its end."""
-        conn = self._h11
+        """The next piece of the body (decoded, when it has a content
+        coding), ``b""`` at its end."""
+        conn, inflater = self._h11, self._inflater
         assert conn is not None
         while True:
             event = conn.next_event()
@@ -263,9 +267,12 @@ class TrioCall(AsyncCall):
                 conn.receive_data(bytes(await self._read()))
                 continue
             if type(event) is not h11.Data:  # EndOfMessage (the body is complete), ConnectionClosed, PAUSED
-                return b""
-            if event.data:  # pragma: no branch - h11 hands over no empty Data (b"" would end the body)
-                return bytes(event.data)
+                return b"" if inflater is None else inflater.end()  # then b"" when asked again
+            if inflater is None:
+                if event.data:  # pragma: no branch - h11 hands over no empty Data (b"" would end the body)
+                    return bytes(event.data)
+            elif content := inflater.decode(bytes(event.data)):
+                return content
 
     async def _read(self) -> bytes | bytearray:
         """One read from the network.  The watchdog ends it at the deadline;
