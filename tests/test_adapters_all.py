@@ -13,6 +13,8 @@ to what ``ChatStream`` makes of the captured body.
 from __future__ import annotations
 
 import gzip
+import threading
+import time
 import zlib
 from collections.abc import Iterator
 
@@ -27,6 +29,7 @@ from adapter_scenarios import (
     CASES,
     HELLO,
     HELLO_EVENTS,
+    PAYLOAD,
     Case,
     ServerFactory,
     reference,
@@ -144,3 +147,47 @@ def test_a_coding_the_adapter_cannot_read_is_a_protocol_error(adapter: str, serv
     assert result.events == []
     assert isinstance(result.error, RemoteProtocolError)
     assert "Content-Encoding: br" in str(result.error)
+
+
+@pytest.mark.parametrize("adapter", ["sync", "httpx"])
+def test_close_from_another_thread_ends_a_blocked_read(adapter: str, server_factory: ServerFactory) -> None:
+    # The way to cancel a blocking call: close() from another thread while
+    # the iterating one waits in a read.  The read ends at once, the loop
+    # ends without another event, and the server sees the connection go.
+    import httpx
+
+    from ssestate.adapters import httpx as sse_httpx
+    from ssestate.adapters import sync
+
+    server = server_factory(Script(steps=[HELLO[0], "hold"]))
+    client = httpx.Client()
+    call = (
+        sync.stream_chat(server.url, PAYLOAD, idle_timeout=10)
+        if adapter == "sync"
+        else sse_httpx.stream_chat(client, server.url, PAYLOAD, idle_timeout=10)
+    )
+    events: list[object] = []
+    errors: list[BaseException] = []
+    first = threading.Event()
+
+    def read() -> None:
+        try:
+            for event in call:
+                events.append(event)
+                first.set()
+        except BaseException as exc:
+            errors.append(exc)
+
+    reader = threading.Thread(target=read)
+    reader.start()
+    assert first.wait(10)
+    time.sleep(0.1)  # the reader is back in its read
+    start = time.monotonic()
+    call.close()
+    reader.join(5)
+    ended = time.monotonic() - start
+    client.close()
+    assert not reader.is_alive()
+    assert (events, errors) == ([HELLO_EVENTS[0]], [])
+    assert ended < 2.0  # not the 10 s idle limit
+    assert server.wait_for(1)[0].outcome == "disconnected"

@@ -435,6 +435,15 @@ class HttpxCall(_CallBase, BlockingCall):
     def _shut(self, *, finish: bool) -> None:
         self._closed = True
         self._drop_batch()
+        batches = self._batches
+        if batches is not None and getattr(batches, "gi_running", False):
+            # close() from another thread while one iterates: shutting the
+            # socket down ends that thread's read at once, and its loop,
+            # seeing the call closed, ends and closes the rest.
+            response = self._response
+            if response is not None:
+                close_network(response)
+            return
         if finish:
             self._finish_body()
         if self._batches is not None:
@@ -471,10 +480,14 @@ class HttpxCall(_CallBase, BlockingCall):
                     except httpx.DecodingError as exc:
                         raise _undecodable(exc) from None
                     except (StreamTimeout, *_TRANSPORT_ERRORS) as exc:
+                        if self._closed:
+                            return  # close() from another thread ended the read
                         if driver.retry_read(self._failure(exc), exc, clock()) is not None:
                             break
                         data = b""  # the body was cut short: Truncated follows
                     else:
+                        if self._closed:
+                            return
                         if not data:
                             self._ended()
                     events = driver.feed(data, clock())

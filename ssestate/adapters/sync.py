@@ -202,11 +202,23 @@ class SyncCall(BlockingCall):
         self._closed = False
 
     def close(self) -> None:
-        """Close the connection and stop iterating (idempotent)."""
+        """Close the connection and stop iterating (idempotent).  Called
+        from another thread while one iterates (the way to cancel a blocking
+        call), it shuts the socket down: that thread's read ends at once,
+        and so does its loop, without another event."""
         self._closed = True
         self._drop_batch()
-        if self._batches is not None:
-            self._batches.close()  # runs the loop's finally: closes the connection
+        batches = self._batches
+        if batches is not None and getattr(batches, "gi_running", False):
+            sock = self._sock
+            if sock is not None:
+                # The base class method: an SSL socket's own would tear the
+                # TLS state down under the reading thread.
+                with contextlib.suppress(OSError):
+                    socket.socket.shutdown(sock, socket.SHUT_RDWR)
+            return  # the reading thread's loop closes the rest
+        if batches is not None:
+            batches.close()  # runs the loop's finally: closes the connection
         self._disconnect()
         self._driver.close(time.monotonic())
 
@@ -240,9 +252,13 @@ class SyncCall(BlockingCall):
                         self._arm()
                         data = read(size)
                     except (StreamTimeout, *_TRANSPORT_ERRORS) as exc:
+                        if self._closed:
+                            return  # close() from another thread ended the read
                         if driver.retry_read(self._failure(exc), exc, clock()) is not None:
                             break
                         data = b""  # the body was cut short: Truncated follows
+                    if self._closed:
+                        return
                     events = driver.feed(data, clock())
                     if events:
                         yield events
