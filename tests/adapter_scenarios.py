@@ -281,6 +281,19 @@ def _cases() -> tuple[Case, ...]:
             (Heartbeat("ping"), *HELLO_EVENTS),
             attempts=2,
         ),
+        Case(
+            # The connection closes before the Content-Length declared (the
+            # stdlib's read1 reports that as an ordinary end).
+            "short-content-length-before-output-is-retried",
+            (
+                Script(
+                    200, [("Content-Type", "text/event-stream"), ("Content-Length", "500")], [PING, b"data: {", "abort"]
+                ),
+                Script(steps=HELLO),
+            ),
+            (Heartbeat("ping"), *HELLO_EVENTS),
+            attempts=2,
+        ),
         Case("eof-before-done", (Script(steps=HELLO[:2]),), (*HELLO_EVENTS[:2], Truncated("eof-before-done", 0))),
         Case(
             "done-then-held-open",

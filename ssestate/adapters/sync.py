@@ -251,6 +251,8 @@ class SyncCall(BlockingCall):
                     try:
                         self._arm()
                         data = read(size)
+                        if not data and response.length:  # read1 says nothing of a body cut short
+                            raise http.client.IncompleteRead(b"", response.length)
                     except (StreamTimeout, *_TRANSPORT_ERRORS) as exc:
                         if self._closed:
                             return  # close() from another thread ended the read
