@@ -14,6 +14,7 @@ import shutil
 import socket
 import ssl
 import subprocess
+import threading
 from collections.abc import Callable, Iterator
 
 import pytest
@@ -471,6 +472,34 @@ def test_a_server_that_never_answers() -> None:
     assert info.value.phase == "first-byte"
     assert isinstance(info.value.__cause__, TimeoutError)
     assert call.status_code is None
+
+
+@pytest.mark.parametrize("interim", [b"102 Processing", b"103 Early Hints"])
+def test_an_interim_head_is_passed_over(interim: bytes) -> None:
+    # http.client passes over 100 Continue only; the final head comes in the
+    # same write as the interim one, so it sits in the reader's buffer.
+    body = b"".join(step for step in HELLO if isinstance(step, bytes))
+    answer = (
+        b"HTTP/1.1 " + interim + b"\r\nLink: </a.css>; rel=preload\r\n\r\n"
+        b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nContent-Length: %d\r\n\r\n" % len(body) + body
+    )
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen()
+
+        def serve() -> None:
+            conn, _ = listener.accept()
+            with conn:
+                while b"\r\n\r\n" not in conn.recv(65536):
+                    pass  # the request (its small body comes with the head)
+                conn.sendall(answer)
+
+        server = threading.Thread(target=serve, daemon=True)
+        server.start()
+        with sync.stream_chat(f"http://127.0.0.1:{listener.getsockname()[1]}/v1", PAYLOAD, retry=None) as call:
+            events = list(call)
+        server.join(5)
+    assert (call.status_code, events) == (200, HELLO_EVENTS)
 
 
 # -- https ------------------------------------------------------------------------

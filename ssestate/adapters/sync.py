@@ -170,6 +170,24 @@ def _decoded(read: Callable[[int], bytes], content_encoding: str | None) -> Call
     return read_decoded
 
 
+class _Reader:
+    """Hands ``http.client.HTTPResponse`` a reader that is open already."""
+
+    def __init__(self, fp: Any) -> None:
+        self.fp = fp
+
+    def makefile(self, mode: str) -> Any:
+        return self.fp
+
+
+def _following(interim: http.client.HTTPResponse, method: str) -> http.client.HTTPResponse:
+    """The response head after an interim one, read from where it stopped."""
+    response = http.client.HTTPResponse(_Reader(interim.fp), method=method)  # type: ignore[arg-type]
+    interim.fp = None  # type: ignore[assignment]  # the reader now belongs to the next head
+    response.begin()
+    return response
+
+
 class SyncCall(BlockingCall):
     """One streamed chat call: a context manager and an iterator of events.
 
@@ -322,6 +340,12 @@ class SyncCall(BlockingCall):
         conn.endheaders(request.body)
         self._arm()
         response = conn.getresponse()
+        while 100 <= response.status < 200 and response.status != 101:
+            # An interim head (102 Processing, 103 Early Hints): http.client
+            # passes over 100 Continue alone.  The final head follows on the
+            # same reader, which may hold its first bytes already.
+            self._arm()
+            response = _following(response, request.method)
         self._response = response
         return response
 
