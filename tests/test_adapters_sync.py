@@ -7,6 +7,7 @@ pausing or holding, ...), so the tests never time the client.
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import io
 import json
@@ -15,6 +16,7 @@ import socket
 import ssl
 import subprocess
 import threading
+import time
 from collections.abc import Callable, Iterator
 
 import pytest
@@ -500,6 +502,40 @@ def test_an_interim_head_is_passed_over(interim: bytes) -> None:
             events = list(call)
         server.join(5)
     assert (call.status_code, events) == (200, HELLO_EVENTS)
+
+
+def test_a_head_that_trickles_in_is_cut_at_the_first_byte_limit() -> None:
+    # One byte of the head every 50 ms: each receive is quick, but the
+    # first-byte limit bounds them all (it used to bound each one).
+    head = b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nX-Pad: " + b"x" * 200 + b"\r\n\r\n"
+    stop = threading.Event()
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen()
+
+        def serve() -> None:
+            conn, _ = listener.accept()
+            with conn, contextlib.suppress(OSError):
+                conn.recv(65536)
+                for byte in head:
+                    if stop.wait(0.05):
+                        return
+                    conn.sendall(bytes([byte]))
+
+        server = threading.Thread(target=serve, daemon=True)
+        server.start()
+        url = f"http://127.0.0.1:{listener.getsockname()[1]}/v1"
+        start = time.monotonic()
+        with (
+            sync.stream_chat(url, PAYLOAD, first_byte_timeout=0.5, retry=None) as call,
+            pytest.raises(StreamTimeout) as info,
+        ):
+            next(call)
+        took = time.monotonic() - start
+        stop.set()
+        server.join(5)
+    assert info.value.phase == "first-byte"
+    assert took < 2.0  # not the 11 s the whole head takes
 
 
 # -- https ------------------------------------------------------------------------

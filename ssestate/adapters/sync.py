@@ -11,8 +11,9 @@ most ``chunk_size`` bytes; ``http.client`` undoes the chunked framing, and
 that compresses anyway is decoded, see ``_coding``), feeding
 each read to the ``StreamDriver`` and handing out its events.
 
-Timeouts are socket timeouts: before every blocking step the socket may
-wait what is left until the driver's deadline (a timeout already set is
+Timeouts are socket timeouts: before every blocking step, and every
+receive of the head and the body (``http.client`` reads through
+``_Armed``), the socket may wait what is left until the driver's deadline (a timeout already set is
 kept while it is not shorter and at most ``SLACK``, 2 ms, longer: setting
 one costs system calls).  The first-byte limit runs from the start of the
 attempt (connecting and the head included) to the first body byte, the
@@ -35,7 +36,9 @@ for any object with ``read1`` or ``read`` (a file, a pipe, a response).
 from __future__ import annotations
 
 import contextlib
+import functools
 import http.client
+import io
 import math
 import socket
 import ssl
@@ -170,6 +173,38 @@ def _decoded(read: Callable[[int], bytes], content_encoding: str | None) -> Call
     return read_decoded
 
 
+class _Armed(io.RawIOBase):
+    """A socket's reader that calls ``arm`` before every receive, so that
+    each one waits only what is left until the deadline: a head or chunk
+    framing that trickles in a byte at a time is cut at the deadline too,
+    not each of its receives."""
+
+    def __init__(self, sock: socket.socket, arm: Callable[[], None]) -> None:
+        super().__init__()
+        self._raw = sock.makefile("rb", buffering=0)
+        self._arm = arm
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int | None:
+        self._arm()
+        return self._raw.readinto(buffer)
+
+    def close(self) -> None:
+        self._raw.close()
+        super().close()
+
+
+class _Response(http.client.HTTPResponse):
+    """``http.client``'s response, reading through ``_Armed``."""
+
+    def __init__(self, sock: socket.socket, *args: Any, arm: Callable[[], None], **kwargs: Any) -> None:
+        super().__init__(sock, *args, **kwargs)
+        self.fp.close()
+        self.fp = io.BufferedReader(_Armed(sock, arm))
+
+
 class _Reader:
     """Hands ``http.client.HTTPResponse`` a reader that is open already."""
 
@@ -267,8 +302,7 @@ class SyncCall(BlockingCall):
                 read, size = _decoded(response.read1, response.getheader("Content-Encoding")), self._chunk_size
                 while driver.reading:  # until Done, the end of the body (b""), or a retry
                     try:
-                        self._arm()
-                        data = read(size)
+                        data = read(size)  # each receive waits until the deadline (_Response)
                         if not data and response.length:  # read1 says nothing of a body cut short
                             raise http.client.IncompleteRead(b"", response.length)
                     except (StreamTimeout, *_TRANSPORT_ERRORS) as exc:
@@ -329,6 +363,7 @@ class SyncCall(BlockingCall):
         else:
             conn = http.client.HTTPConnection(request.host, request.port, timeout=left)
         self._conn = conn
+        conn.response_class = functools.partial(_Response, arm=self._arm)  # type: ignore[assignment]
         conn.connect()
         self._sock = conn.sock
         self._armed = math.nan  # the timeout the socket got from connect() is not known here
@@ -338,13 +373,11 @@ class SyncCall(BlockingCall):
             conn.putheader(name, value)
         conn.putheader("Content-Length", str(len(request.body)))
         conn.endheaders(request.body)
-        self._arm()
         response = conn.getresponse()
         while 100 <= response.status < 200 and response.status != 101:
             # An interim head (102 Processing, 103 Early Hints): http.client
             # passes over 100 Continue alone.  The final head follows on the
             # same reader, which may hold its first bytes already.
-            self._arm()
             response = _following(response, request.method)
         self._response = response
         return response
