@@ -13,9 +13,9 @@ each read to the ``StreamDriver`` and handing out its events.
 
 Timeouts are socket timeouts: before every blocking step, and every
 receive of the head and the body (``http.client`` reads through
-``_Armed``), the socket may wait what is left until the driver's deadline (a timeout already set is
-kept while it is not shorter and at most ``SLACK``, 2 ms, longer: setting
-one costs system calls).  The first-byte limit runs from the start of the
+``_Armed``), the socket may wait what is left until the driver's deadline
+(a timeout already set is kept while it is not shorter and at most
+``SLACK``, 2 ms, longer: setting one costs system calls).  The first-byte limit runs from the start of the
 attempt (connecting and the head included) to the first body byte, the
 idle limit from each body byte to the next.  Any byte, a
 heartbeat comment included, pushes the deadline back, so a stream that
