@@ -22,8 +22,8 @@ Chunks are never empty: ``receive_data(b"")`` means end of stream.
 from __future__ import annotations
 
 import random
-from collections.abc import Iterable, Iterator
-from typing import Any, Protocol
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any, Protocol, TypeVar
 
 from hypothesis import strategies as st
 
@@ -40,6 +40,27 @@ class Machine(Protocol):
     def receive_data(self, data: bytes) -> None: ...
 
     def next_event(self) -> Any: ...
+
+
+_T = TypeVar("_T")
+
+
+def untraced(run: Callable[[], _T]) -> _T:
+    """``run()`` with coverage measurement paused.  For the tests that count
+    what a strategy draws over hundreds of examples: the lines they run are
+    run by the kit's other tests too, and tracing them doubles the time."""
+    try:
+        import coverage
+    except ImportError:  # pragma: no cover - coverage comes with the test extra
+        return run()
+    cov = coverage.Coverage.current()
+    if cov is None:
+        return run()
+    cov.stop()
+    try:
+        return run()
+    finally:
+        cov.start()
 
 
 def cut_at(data: bytes, cuts: Iterable[int]) -> list[bytes]:
