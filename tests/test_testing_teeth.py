@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
+from helpers import untraced
 from hypothesis import Phase, given, settings
 from hypothesis import strategies as st
 
@@ -334,8 +335,8 @@ def test_a_counterexample_is_small_and_readable() -> None:
     # One fixed seed: how small a shrink ends is luck of the draw, and this
     # test pins the size of what the user reads, not the luck.
     one_bug = settings(DEFAULTS, report_multiple_bugs=False, derandomize=True)
-    with pytest.raises(AssertionError) as failure:
-        property_for(lambda chunks: Reader("stop-at-finish").read(chunks), how=one_bug)()
+    with pytest.raises(AssertionError) as failure:  # untraced: the shrinking runs no line of its own
+        untraced(property_for(lambda chunks: Reader("stop-at-finish").read(chunks), how=one_bug))
     report = "\n".join(getattr(failure.value, "__notes__", []))
     # The body one block per line, as a capture reads: a finish chunk, then
     # what the reader lost after it (the usage chunk, or the choice's last
