@@ -410,7 +410,8 @@ class HttpxCall(_CallBase, BlockingCall):
 
     Iteration may raise ``StreamTimeout``, the ``httpx.TransportError`` that
     ended the last attempt when no response head was received, and
-    ``RemoteProtocolError`` (strict mode).  A body cut short after its head
+    ``RemoteProtocolError`` (strict mode, or a body whose content coding
+    does not decode).  A body cut short after its head
     is not an exception: it ends with a ``Truncated`` event.  See
     ``ssestate.adapters._common`` for the shape shared by every adapter.
     """

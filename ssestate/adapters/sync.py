@@ -228,10 +228,10 @@ class SyncCall(BlockingCall):
 
     Iteration may raise ``StreamTimeout``, the connection error that ended
     the last attempt (``OSError``, ``http.client.HTTPException``) when no
-    response head was received, and ``RemoteProtocolError`` (strict mode).
-    A body cut short after its head is not an exception: it ends with a
-    ``Truncated`` event.  See ``ssestate.adapters._common`` for the shape
-    shared by every adapter.
+    response head was received, and ``RemoteProtocolError`` (strict mode,
+    or a body whose content coding does not decode).  A body cut short
+    after its head is not an exception: it ends with a ``Truncated`` event.
+    See ``ssestate.adapters._common`` for the shape shared by every adapter.
     """
 
     def __init__(

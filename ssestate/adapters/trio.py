@@ -134,7 +134,8 @@ class TrioCall(AsyncCall):
     Iteration may raise ``StreamTimeout``, the connection error that ended
     the last attempt when no response head was received (``OSError``,
     ``trio.BrokenResourceError``, ``h11.RemoteProtocolError``), and
-    ``RemoteProtocolError`` (strict mode).  A body cut short after its head
+    ``RemoteProtocolError`` (strict mode, or a body whose content coding
+    does not decode).  A body cut short after its head
     is not an exception: it ends with a ``Truncated`` event.  See
     ``ssestate.adapters._common`` for the shape shared by every adapter.
     """
