@@ -35,6 +35,7 @@ there, as ``parsed_arguments()`` does.
 
 from __future__ import annotations
 
+from operator import itemgetter
 from typing import TYPE_CHECKING, Any, cast
 
 if TYPE_CHECKING:
@@ -90,7 +91,8 @@ def _responses(c: Choice) -> list[dict[str, Any]]:
     reasoning = [k for k in c.continuations if k.kind == "reasoning_item"]
     if not reasoning or any(k.index is None for k in reasoning):
         return [*_kept(c, "reasoning_item"), *([message] if message else []), *(item for _, item in calls)]
-    placed = sorted([(cast(int, k.index), cast("dict[str, Any]", k.data)) for k in reasoning] + calls, key=_first)
+    items = [(cast(int, k.index), cast("dict[str, Any]", k.data)) for k in reasoning]
+    placed = sorted(items + calls, key=itemgetter(0))
     if message is not None:
         if placed[-1][1].get("type") != "function_call":
             at = len(placed)  # after a reasoning item, which must not end the turn
@@ -100,10 +102,6 @@ def _responses(c: Choice) -> list[dict[str, Any]]:
             at = sum(index < free for index, _ in placed)
         placed.insert(at, (-1, message))
     return [item for _, item in placed]
-
-
-def _first(pair: tuple[int, Any]) -> int:
-    return pair[0]
 
 
 def _anthropic(c: Choice) -> dict[str, Any]:

@@ -305,13 +305,6 @@ def astream_chat(  # noqa: PLR0917 - the positional order SPEC §7 fixes
     return AsyncHttpxCall(client, request, driver, close_http2_connection=close_http2_connection)
 
 
-def _past(until: float | None) -> bool:
-    """Whether the drain's time is up: each read waits until then at most,
-    but a server that keeps writing small pieces would otherwise hold the
-    caller for ``DRAIN_BYTES`` of them."""
-    return until is not None and time.monotonic() >= until
-
-
 class _CallBase(CallSurface):
     """What the sync and async calls share: the surface and the response."""
 
@@ -369,15 +362,18 @@ class _CallBase(CallSurface):
         machine = self._driver.machine
         return machine is not None and machine.state is ChatState.DONE and self._reading and not self._complete
 
-    def _start_drain(self) -> bool:
-        """Whether to read the rest of the body before closing (``Done`` came
-        on an HTTP/1.1 body that has not ended; see the module docstring),
-        and if so, reads from now on wait until ``DRAIN_TIME`` from now."""
+    def _start_drain(self) -> float | None:
+        """When to stop reading the rest of the body before closing, or None
+        not to read it (a drain is for ``Done`` on an HTTP/1.1 body that has
+        not ended; see the module docstring).  Each read waits until then at
+        most, and the drain checks the time between reads too: a server that
+        keeps writing small pieces would otherwise hold the caller for
+        ``DRAIN_BYTES`` of them."""
         response = self._response
         if response is None or response.http_version != "HTTP/1.1" or not self._after_done:
-            return False
-        self._timeouts.until = time.monotonic() + DRAIN_TIME
-        return True
+            return None
+        until = self._timeouts.until = time.monotonic() + DRAIN_TIME
+        return until
 
     def _ended(self) -> None:
         """The body was read to its end: httpx has given the connection back
@@ -507,13 +503,13 @@ class HttpxCall(_CallBase, BlockingCall):
     def _finish_body(self) -> None:
         """After ``Done``: read the rest of the body, briefly (``_start_drain``)."""
         chunks = self._chunks
-        if chunks is None or not self._start_drain():
+        if chunks is None or (until := self._start_drain()) is None:
             return
-        budget, until = DRAIN_BYTES, self._timeouts.until
+        budget = DRAIN_BYTES
         with contextlib.suppress(*_TRANSPORT_ERRORS):
             for data in chunks:
                 budget -= len(data)
-                if budget < 0 or _past(until):
+                if budget < 0 or time.monotonic() >= until:
                     return
             self._ended()
 
@@ -628,13 +624,13 @@ class AsyncHttpxCall(_CallBase, AsyncCall):
     async def _finish_body(self) -> None:
         """After ``Done``: read the rest of the body, briefly (``_start_drain``)."""
         chunks = self._chunks
-        if chunks is None or not self._start_drain():
+        if chunks is None or (until := self._start_drain()) is None:
             return
-        budget, until = DRAIN_BYTES, self._timeouts.until
+        budget = DRAIN_BYTES
         with contextlib.suppress(*_TRANSPORT_ERRORS):
             async for data in chunks:
                 budget -= len(data)
-                if budget < 0 or _past(until):
+                if budget < 0 or time.monotonic() >= until:
                     return
             self._ended()
 

@@ -200,9 +200,7 @@ class _Response(http.client.HTTPResponse):
     """``http.client``'s response, reading through ``_Armed``."""
 
     def __init__(self, sock: socket.socket, *args: Any, arm: Callable[[], None], **kwargs: Any) -> None:
-        super().__init__(sock, *args, **kwargs)
-        self.fp.close()
-        self.fp = io.BufferedReader(_Armed(sock, arm))
+        super().__init__(_Reader(io.BufferedReader(_Armed(sock, arm))), *args, **kwargs)  # type: ignore[arg-type]
 
 
 class _Reader:
