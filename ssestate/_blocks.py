@@ -263,7 +263,8 @@ class BlockReader:
         if 10 in b"".join(pieces) or (data_only and len(lf) >= HUGE and _has_huge(pieces)):
             return False
         try:  # valid UTF-8, the usual case, is decoded fastest strictly
-            texts = list(map(bytearray.decode, pieces))
+            # (and one event, the usual batch of small chunks, without a map)
+            texts = list(map(bytearray.decode, pieces)) if len(pieces) > 1 else [pieces[0].decode()]
         except UnicodeDecodeError:
             # Each piece with replacement, as the whole batch would be: a cut
             # before an ASCII byte changes no replacement.
@@ -272,7 +273,8 @@ class BlockReader:
         if data_only:
             out += texts
         else:
-            out += [_new_event("message", text, ident, None) for text in texts]
+            for text in texts:  # a loop: a comprehension costs more for the usual one event
+                out.append(_new_event("message", text, ident, None))
         return True
 
     def _typed(self, lf: bytearray, out: list[Any], data_only: bool) -> bytes | bytearray | None:
