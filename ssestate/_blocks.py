@@ -21,9 +21,8 @@ buffer.
   A batch usually ends inside a block (a chunk ends in the middle of a
   line); what follows the last blank line goes to the line loop, and the
   next batch first ends that block.  The commonest such block of a typed
-  stream, an ``event:`` line alone, is opened at the end of one batch, and
-  ended by the ``data:`` line and blank line that begin the next, without
-  the line loop (``_typed_data``); the rest of that batch is then usual.
+  stream, an ``event:`` line alone, never comes here: the parser leaves it
+  in its buffer (see ``_buffer.py``), and the next batch begins with it.
 * Everything else goes through the line loop (``_lines``), which follows
   the WHATWG steps line by line on bytes: a blank line dispatches, ``data``
   lines are appended to the data buffer, a comment is a ``Heartbeat`` at
@@ -136,32 +135,22 @@ class BlockReader:
         (``data_only``: see ``EventStreamParser.feed_data``).  Returns the
         offset where an event that outgrew the limit starts, having read
         the lines before it; None when every event fits."""
-        small = len(lines) < HUGE and 13 not in lines
-        if self.open and small:
-            # A typed stream's batch usually begins by ending the block that
-            # a lone event line opened at the end of the batch before.
-            end = self._typed_data(lines, out, data_only)
-            if end:
-                if end == len(lines):
-                    return None
-                lines = lines[end:]
-                base += end
         # The usual batch: whole blocks of one shape from its first byte to
-        # its last (a typed stream's may end with a lone event line), tried
-        # before anything else is set up.  When it is not one, the general
-        # path below does not try the same cut again (unless the batch ended
-        # with a lone event line: then its blocks are tried once more).
-        whole = small and not self.open and len(lines) <= self.limit
+        # its last, tried before anything else is set up.  When it is not
+        # one, the general path below does not try the same cut again.
+        whole = (
+            not self.open
+            and len(lines) < HUGE
+            and len(lines) <= self.limit
+            and lines.endswith(b"\n\n")
+            and 13 not in lines
+        )
         if whole:
             if lines.startswith(b"data: "):
-                if lines.endswith(b"\n\n") and self._plain(lines, out, data_only):
+                if self._plain(lines, out, data_only):
                     return None
-            elif lines.startswith(b"event: "):
-                tail = self._typed(lines, out, data_only)
-                if tail is not None:
-                    if tail:
-                        self._open_type(tail, base + len(lines) - len(tail))
-                    return None
+            elif lines.startswith(b"event: ") and self._typed(lines, out, data_only):
+                return None
         if 13 not in lines:
             lf = lines
         elif len(lines) > 256:  # one regex pass costs more per call than a replace, less per byte than two
@@ -197,7 +186,7 @@ class BlockReader:
             if end > read + 1 and not (whole and end == len(lf)):
                 head = lf if read == 0 and end == len(lf) else lf[read:end]
                 if (head.startswith(b"data: ") and self._plain(head, out, data_only)) or (
-                    head.startswith(b"event: ") and self._typed(head, out, data_only) is not None
+                    head.startswith(b"event: ") and self._typed(head, out, data_only)
                 ):
                     if end == len(lf):
                         return None
@@ -210,37 +199,7 @@ class BlockReader:
             stripped = rest.lstrip(b"\n")
             read += len(rest) - len(stripped)
             rest = stripped
-        if _lone_event_line(rest) and len(rest) <= self.limit:
-            self._open_type(rest, batch.offset(read, rest, 0))
-            return None
         return self._read_lines(batch, read, rest, out, data_only)
-
-    def _open_type(self, line: bytes | bytearray, start: int) -> None:
-        """A lone event line ends the batch, the usual end of a typed
-        stream's batches: it opens a block of that type (``start``: the
-        stream offset of the line)."""
-        name = line[7:-1]
-        self.type, self.type_size, self.kept = name.decode("utf-8", "replace"), len(name), len(name)
-        self.open = True
-        self.start = start
-
-    def _typed_data(self, lf: bytearray, out: list[Any], data_only: bool) -> int:
-        """The usual start of a batch of a typed stream: the block opened by
-        an ``event:`` line alone goes on with one ``data: `` line and a blank
-        line.  Dispatch it and return how many bytes of ``lf`` that took;
-        0, having read nothing, for any other start."""
-        if self.data or self.kept != self.type_size or not lf.startswith(b"data: "):
-            return 0
-        end = lf.find(b"\n")
-        if lf[end + 1 : end + 2] != b"\n" or self.kept + end > self.limit:
-            return 0  # more lines in the block, or the data line outgrew the limit: the line loop says
-        self.last_event_id = ident = self.id
-        out.append(_dispatched([lf[6:end]], self.type, ident, self.block_retry, data_only))
-        self.open = False
-        self.type = ""
-        self.type_size = self.kept = 0
-        self.block_retry = None
-        return end + 2
 
     def _read_lines(self, batch: _Batch, read: int, part: bytearray, out: list[Any], data_only: bool) -> int | None:
         """Read ``part`` (complete lines of the batch after the first
@@ -277,26 +236,19 @@ class BlockReader:
                 out.append(_new_event("message", text, ident, None))
         return True
 
-    def _typed(self, lf: bytearray, out: list[Any], data_only: bool) -> bytes | bytearray | None:
+    def _typed(self, lf: bytearray, out: list[Any], data_only: bool) -> bool:
         """The usual batch of streams that name their events (the Responses
         API, Anthropic): blocks of exactly ``event: X``, ``data: Y`` and a
-        blank line, maybe followed by a lone event line.  One C-level split
-        by the block pattern leaves, between the blocks it found, only empty
-        strings exactly when the batch is nothing but such blocks.  Returns
-        what follows the last block (empty, or the event line, left unread);
-        None, having read nothing, for any other batch."""
-        end = lf.rfind(b"\n\n") + 2  # where the last block ends (1: there is none)
-        if end == 1:
-            return lf if _lone_event_line(lf) else None
-        tail = lf[end:]
-        if tail and not _lone_event_line(tail):
-            return None  # checked first: a split that finds no block searches the whole batch
+        blank line.  One C-level split by the block pattern leaves, between
+        and after the blocks it found, only empty strings exactly when the
+        batch is nothing but such blocks.  Returns False, having read
+        nothing, for any other batch."""
         parts = _TYPED_BLOCK.split(lf)
-        if len(parts.pop()) != len(tail) or any(parts[::3]):
-            return None  # something else lies after the blocks found, or between them
+        if any(parts[::3]):
+            return False  # something else lies before, between or after the blocks found
         names, datas = parts[1::3], parts[2::3]
         if data_only and (b"error" in names or (len(lf) >= HUGE and _has_huge(datas))):
-            return None  # an error event, or a huge payload: the line loop hands them out as they must be
+            return False  # an error event, or a huge payload: the line loop hands them out as they must be
         try:  # valid UTF-8, the usual case, is decoded fastest strictly
             texts = list(map(bytes.decode, datas))
         except UnicodeDecodeError:
@@ -307,7 +259,7 @@ class BlockReader:
         else:
             kinds = [name.decode("utf-8", "replace") or "message" for name in names]
             out += [_new_event(kind, text, ident, None) for kind, text in zip(kinds, texts, strict=True)]
-        return tail
+        return True
 
     def _huge(self, lf: bytearray, out: list[Any]) -> bool:
         """A batch for ``feed_data`` whose first line is huge (and that holds
@@ -448,11 +400,6 @@ def _dispatched(
     if data_only and etype != "error":
         return bytearray(raw) if len(raw) >= HUGE else raw.decode("utf-8", "replace")
     return _new_event(etype or "message", raw.decode("utf-8", "replace"), ident, retry)
-
-
-def _lone_event_line(line: bytes | bytearray) -> bool:
-    """Whether ``line`` is one ``event: `` line and its LF, nothing more."""
-    return line.startswith(b"event: ") and line.find(b"\n") == len(line) - 1
 
 
 def _has_huge(pieces: list[bytes] | list[bytearray]) -> bool:

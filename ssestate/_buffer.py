@@ -22,6 +22,13 @@ unterminated line, at most about one chunk long.
   must not wait for the next chunk to learn whether an LF follows); the
   buffer remembers it (``skip_lf``) and swallows one LF that starts the
   next bytes, so CRLF split across chunks is still one terminator.
+* A last line that is an ``event: `` line opening a block (it follows a
+  blank line, or the caller says its block is closed) stays in the buffer
+  (``held``) when the caller allows a line that long: it sets nothing
+  anyone can see, and a stream that names its events then hands the parser
+  whole blocks, the event line with its data line, however the chunks cut
+  them.  The parser counts the line's prefix and LF (``HELD_EXTRA``) out of
+  the event size limit.
 * One U+FEFF (byte order mark, ``EF BB BF``) at the very start of the
   stream is dropped, no other.  Until three bytes are known (or the stream
   ended) the buffer cannot tell a BOM from a line that starts with the same
@@ -35,9 +42,13 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["ReceiveBuffer"]
+__all__ = ["HELD_EXTRA", "ReceiveBuffer"]
 
 BOM = b"\xef\xbb\xbf"
+# What a held line holds beyond the event type: "event: " and its LF.
+HELD_EXTRA = 8
+# A longer line is not held: the next extraction would scan it again.
+_HOLD_MOST = 1024
 
 
 class ReceiveBuffer(bytearray):
@@ -46,12 +57,14 @@ class ReceiveBuffer(bytearray):
     Attributes:
         offset: stream offset of the buffer's first byte.
         scanned: bytes at the start known to hold no line terminator.
+        held: the buffer starts with a complete ``event:`` line that the
+            last extraction left in it.
         skip_lf: the last extraction ended on a CR at the end of the
             buffer; one LF that starts the next bytes belongs to it.
         started: the byte order mark has been looked for.
     """
 
-    __slots__ = ("offset", "scanned", "skip_lf", "started")
+    __slots__ = ("held", "offset", "scanned", "skip_lf", "started")
 
     def __init__(self) -> None:
         super().__init__()
@@ -59,11 +72,18 @@ class ReceiveBuffer(bytearray):
         self.scanned = 0
         self.skip_lf = False
         self.started = False
+        self.held = False
 
     def __copy__(self) -> ReceiveBuffer:
         twin = ReceiveBuffer()
         twin += self
-        twin.offset, twin.scanned, twin.skip_lf, twin.started = self.offset, self.scanned, self.skip_lf, self.started
+        twin.offset, twin.scanned, twin.skip_lf, twin.started, twin.held = (
+            self.offset,
+            self.scanned,
+            self.skip_lf,
+            self.started,
+            self.held,
+        )
         return twin
 
     def __deepcopy__(self, memo: dict[int, object]) -> ReceiveBuffer:
@@ -71,7 +91,7 @@ class ReceiveBuffer(bytearray):
 
     def __reduce_ex__(self, protocol: Any) -> tuple[Any, ...]:
         # bytearray's own would call ReceiveBuffer(bytes), which __init__ refuses.
-        return _rebuilt, (bytes(self), self.offset, self.scanned, self.skip_lf, self.started)
+        return _rebuilt, (bytes(self), (self.offset, self.scanned, self.skip_lf, self.started, self.held))
 
     def start(self, ended: bool = False) -> None:
         """Drop a byte order mark that starts the stream, once its first three
@@ -84,10 +104,12 @@ class ReceiveBuffer(bytearray):
             self.offset += 3
             self.scanned = max(0, self.scanned - 3)
 
-    def extract_lines(self) -> bytearray | None:
+    def extract_lines(self, hold: int = 0) -> bytearray | None:
         """Remove and return every complete line at the start of the buffer,
         terminators included (a ``bytearray`` that ends in CR or LF), or None
-        when no line is complete."""
+        when no line is complete.  A last line of at most ``hold`` bytes (the
+        caller's block is closed; 0 holds none) that opens a block with
+        ``event: `` stays."""
         if self.skip_lf and self:
             self.skip_lf = False
             if self[0] == 0x0A:
@@ -102,20 +124,33 @@ class ReceiveBuffer(bytearray):
         cr = self.rfind(b"\r", end or scanned) + 1
         if cr:
             end = cr
+        held = False
+        if hold and end and not cr:
+            start = self.rfind(b"\n", 0, end - 1) + 1
+            if (
+                self.startswith(b"event: ", start)
+                and (start < 2 or self[start - 2] == 0x0A)  # the line before is blank: a block opens
+                and end - start <= min(hold, _HOLD_MOST)
+                and self.find(b"\r", start, end) < 0
+            ):
+                held = True
+                end = start
+        # A held line has its terminator: the next search looks at it again.
+        self.held = held
         if not end:
-            self.scanned = len(self)
+            self.scanned = 0 if held else len(self)
             return None
         lines = self[:end]
         del self[:end]
         self.offset += end
-        self.scanned = len(self)
+        self.scanned = 0 if held else len(self)
         self.skip_lf = lines[-1] == 0x0D and not self
         return lines
 
 
-def _rebuilt(data: bytes, offset: int, scanned: int, skip_lf: bool, started: bool) -> ReceiveBuffer:
+def _rebuilt(data: bytes, state: tuple[int, int, bool, bool, bool]) -> ReceiveBuffer:
     """A pickled ``ReceiveBuffer``, loaded."""
     buf = ReceiveBuffer()
     buf += data
-    buf.offset, buf.scanned, buf.skip_lf, buf.started = offset, scanned, skip_lf, started
+    buf.offset, buf.scanned, buf.skip_lf, buf.started, buf.held = state
     return buf

@@ -28,7 +28,7 @@ import copy
 from typing import Any, Union, cast
 
 from ._blocks import BlockReader, UnknownLine, is_unknown_field, lines_with_offsets
-from ._buffer import ReceiveBuffer
+from ._buffer import HELD_EXTRA, ReceiveBuffer
 from ._events import Heartbeat, ServerSentEvent, Truncated
 from ._queue import Queued
 from ._state import PARSER_TRANSITIONS, Input, ParserState, transition
@@ -300,7 +300,9 @@ class EventStreamParser(Queued[FramingEvent]):
         out: list[Any] = []
         buf = self._buf
         block = self._block
-        lines = buf.extract_lines()
+        # An event line may stay in the buffer when it opens a block that
+        # fits the limit (itself, as the unterminated line it was).
+        lines = buf.extract_lines(0 if block.open else self.max_event_size + 1)
         if lines is not None:
             base = buf.offset - len(lines)
             size = len(lines)
@@ -314,7 +316,8 @@ class EventStreamParser(Queued[FramingEvent]):
             if too_large is not None:
                 self._too_large(too_large)
                 return out
-        self._room = self.max_event_size - block.kept
+        # A held event line counts as the block it opens would: its type.
+        self._room = self.max_event_size - block.kept + (HELD_EXTRA if buf.held else 0)
         if len(buf) > self._room:
             buf.start()  # a byte order mark is not part of the line (nor a prefix of one, yet)
             if buf.started and len(buf) > self._room:

@@ -485,6 +485,34 @@ def test_limit_counts_what_the_parser_keeps() -> None:
         assert info.value.offset == 0, name
 
 
+def test_limit_counts_a_type_set_twice_in_a_block_once() -> None:
+    # "event: y" keeps 1 byte, "data: a" 2, and "event: x" replaces the type
+    # (3 kept still): with "data: bbbb" unterminated (10 bytes) the event
+    # holds 13 bytes at most, wherever one cut falls.
+    stream = b"event: y\ndata: a\nevent: x\ndata: bbbb\n\n"
+    for i in range(len(stream)):
+        chunks = [part for part in (stream[:i], stream[i:]) if part]
+        assert parse(chunks, max_event_size=13)[0] == [ev("a\nbbbb", event="x"), CLOSED], i
+        with pytest.raises(RemoteProtocolError, match="starts at byte 0 holds more than max_event_size=12"):
+            parse(chunks, max_event_size=12)
+
+
+def test_an_event_line_that_opens_the_last_block_counts_as_its_type() -> None:
+    # After the first event, "event: x" keeps 1 byte: the unterminated
+    # "data: 1234" (10) may follow it at max_event_size=11, not at 10; and a
+    # stream that ends there was cut 9 + 10 bytes into its event.
+    stream = b"data: a\n\nevent: x\ndata: 1234"
+    for name, chunks in chunkings(b"event: x\n"):  # the line itself, unterminated, holds 8
+        assert parse(chunks, max_event_size=8)[0] == [cut(9), CLOSED], name
+        with pytest.raises(RemoteProtocolError, match="starts at byte 0 holds more than max_event_size=7"):
+            parse(chunks, max_event_size=7)
+    for name, chunks in chunkings(stream):
+        assert parse(chunks, max_event_size=11)[0] == [ev("a"), cut(19), CLOSED], name
+        parser = EventStreamParser(max_event_size=10)
+        with pytest.raises(RemoteProtocolError, match="starts at byte 9 holds more than max_event_size=10"):
+            feed_all(parser, chunks)
+
+
 def test_limit_counts_the_id_the_open_block_set() -> None:
     # "12345" is kept as the block's id: 5 + "data: 1" (7) = 12 held.
     stream = b"id: 12345\ndata: 1\n\n"
