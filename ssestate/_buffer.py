@@ -125,18 +125,18 @@ class ReceiveBuffer(bytearray):
         if cr:
             end = cr
         held = False
-        if hold and end and not cr:
+        if hold and end > 1 and not cr and self[end - 2] != 0x0A:  # the last line is not blank
             start = self.rfind(b"\n", 0, end - 1) + 1
-            if (
+            held = (
                 self.startswith(b"event: ", start)
                 and (start < 2 or self[start - 2] == 0x0A)  # the line before is blank: a block opens
                 and end - start <= min(hold, _HOLD_MOST)
                 and self.find(b"\r", start, end) < 0
-            ):
-                held = True
+            )
+            if held:
                 end = start
-        # A held line has its terminator: the next search looks at it again.
         self.held = held
+        # A held line has its terminator: the next search looks at it again.
         if not end:
             self.scanned = 0 if held else len(self)
             return None
