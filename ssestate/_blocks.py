@@ -13,7 +13,9 @@ buffer.
   CR and LF never occur inside a UTF-8 sequence, so this changes no
   character.
 * **The usual batches** are whole blocks of one shape, read by C-level cuts
-  instead of a loop over lines: one-line ``data: `` events (``_plain``:
+  instead of a loop over lines.  Small chunks mostly complete one event at
+  a time: a batch of one ``data: `` line and a blank line is read first, on
+  its own.  Larger ones hold several: one-line ``data: `` events (``_plain``:
   cut where a blank line is followed by ``data: ``, every piece is one
   event's data exactly when no piece holds another LF), or ``event: `` and
   ``data: `` lines (``_typed``, the Responses API and Anthropic).  Each
@@ -135,16 +137,26 @@ class BlockReader:
         (``data_only``: see ``EventStreamParser.feed_data``).  Returns the
         offset where an event that outgrew the limit starts, having read
         the lines before it; None when every event fits."""
-        # The usual batch: whole blocks of one shape from its first byte to
-        # its last, tried before anything else is set up.  When it is not
-        # one, the general path below does not try the same cut again.
-        whole = (
-            not self.open
-            and len(lines) < HUGE
-            and len(lines) <= self.limit
-            and lines.endswith(b"\n\n")
-            and 13 not in lines
-        )
+        size = len(lines)
+        if (
+            lines.find(b"\n") == size - 2  # one line and a blank line,
+            and lines[-1] == 0x0A
+            and lines.startswith(b"data: ")  # a data line,
+            and not self.open  # a block of its own,
+            and size < HUGE
+            and size <= self.limit
+            and 13 not in lines  # that no CR cuts
+        ):
+            # The usual batch of small chunks: one plain event.
+            text = lines[6:-2].decode("utf-8", "replace")
+            self.last_event_id = ident = self.id
+            out.append(text if data_only else _new_event("message", text, ident, None))
+            return None
+        # The usual batch of large chunks: whole blocks of one shape from its
+        # first byte to its last, tried before anything else is set up.  When
+        # it is not one, the general path below does not try the same cut
+        # again.
+        whole = not self.open and size < HUGE and size <= self.limit and lines.endswith(b"\n\n") and 13 not in lines
         if whole:
             if lines.startswith(b"data: "):
                 if self._plain(lines, out, data_only):
@@ -222,8 +234,7 @@ class BlockReader:
         if 10 in b"".join(pieces) or (data_only and len(lf) >= HUGE and _has_huge(pieces)):
             return False
         try:  # valid UTF-8, the usual case, is decoded fastest strictly
-            # (and one event, the usual batch of small chunks, without a map)
-            texts = list(map(bytearray.decode, pieces)) if len(pieces) > 1 else [pieces[0].decode()]
+            texts = list(map(bytearray.decode, pieces))
         except UnicodeDecodeError:
             # Each piece with replacement, as the whole batch would be: a cut
             # before an ASCII byte changes no replacement.
@@ -232,7 +243,7 @@ class BlockReader:
         if data_only:
             out += texts
         else:
-            for text in texts:  # a loop: a comprehension costs more for the usual one event
+            for text in texts:  # a loop: for the few events of a chunk, a comprehension costs more
                 out.append(_new_event("message", text, ident, None))
         return True
 
