@@ -11,7 +11,8 @@ buffer.
 
 * CRLF and lone CR become LF first (skipped when the batch holds no CR):
   CR and LF never occur inside a UTF-8 sequence, so this changes no
-  character.
+  character.  A batch of one-line ``data: `` events that all end in CRLF
+  (Gemini's) is cut as it is, without that copy.
 * **The usual batches** are whole blocks of one shape, read by C-level cuts
   instead of a loop over lines.  Small chunks mostly complete one event at
   a time: a batch of one ``data: `` line and a blank line is read first, on
@@ -163,6 +164,14 @@ class BlockReader:
                     return None
             elif lines.startswith(b"event: ") and self._typed(lines, out, data_only):
                 return None
+        elif (
+            lines.endswith(b"\r\n\r\n")  # CRLF lines (Gemini's): cut without turning them into LF first
+            and lines.startswith(b"data: ")
+            and not self.open
+            and size <= self.limit
+            and self._plain(lines, out, data_only, b"\r\n")
+        ):
+            return None
         if 13 not in lines:
             lf = lines
         elif len(lines) > 256:  # one regex pass costs more per call than a replace, less per byte than two
@@ -225,13 +234,15 @@ class BlockReader:
             return None
         return self.start if self.open else batch.offset(read, part, too_large)
 
-    def _plain(self, lf: bytearray, out: list[Any], data_only: bool) -> bool:
+    def _plain(self, lf: bytearray, out: list[Any], data_only: bool, newline: bytes = b"\n") -> bool:
         """The usual batch: one-line ``data: `` events only, each followed by
-        a blank line.  Cut where a blank line is followed by ``data: ``,
-        every piece is one event's data exactly when no piece holds another
-        LF.  Returns False, having read nothing, for any other batch."""
-        pieces = lf[6:-2].split(b"\n\ndata: ")
-        if 10 in b"".join(pieces) or (data_only and len(lf) >= HUGE and _has_huge(pieces)):
+        a blank line, every line ending in ``newline`` (LF, or CRLF).  Cut
+        where a blank line is followed by ``data: ``, every piece is one
+        event's data exactly when no piece holds another CR or LF.  Returns
+        False, having read nothing, for any other batch."""
+        pieces = lf[6 : -2 * len(newline)].split(newline + newline + b"data: ")
+        joined = b"".join(pieces)
+        if 10 in joined or 13 in joined or (data_only and len(lf) >= HUGE and _has_huge(pieces)):
             return False
         try:  # valid UTF-8, the usual case, is decoded fastest strictly
             texts = list(map(bytearray.decode, pieces))
