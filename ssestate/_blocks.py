@@ -300,7 +300,7 @@ class BlockReader:
                 end = lf.find(b"\n", start)  # found: a batch ends with a terminator
                 if not lf.startswith(b"data: ", start) or end + 1 >= size or lf[end + 1] != 0x0A:
                     return False
-                if end - start < HUGE:
+                if end - start - 6 < HUGE:  # the data, without its "data: "
                     items.append(str(view[start + 6 : end], "utf-8", "replace"))
                 elif start == 0 and end + 2 == size:
                     items.append(lf)  # alone: the batch becomes its data (below)

@@ -14,7 +14,7 @@ import dataclasses
 from typing import Any
 
 import pytest
-from helpers import chunked, drain, feed_all
+from helpers import chunked, chunkings, drain, feed_all
 from hypothesis import given, note, settings
 from hypothesis import strategies as st
 
@@ -461,6 +461,20 @@ huge_streams = st.builds(
 def test_feed_data_gives_the_data_of_large_events(stream: bytes, limit: int | None, data: st.DataObject) -> None:
     chunks = data.draw(chunked(stream, max_cuts=6), label="chunks")
     assert data_view(chunks, limit, by_data=True) == data_view(chunks, limit, by_data=False)
+
+
+def test_feed_data_hands_out_data_of_32_kib_or_more_as_bytes() -> None:
+    # Data of 32 KiB or more comes undecoded, shorter data as text, however
+    # the batch around it is cut (alone, or with the line after it).
+    for size, kind in ((32 * 1024 - 1, str), (32 * 1024, bytearray)):
+        event = b"data: " + b"x" * size + b"\n\n"
+        for after in (b"", b"event: e\n", b"data: y\n\n", b": ping\n"):
+            for name, chunks in chunkings(event + after):
+                parser = EventStreamParser()
+                items = [item for chunk in chunks for item in parser.feed_data(chunk)]
+                assert type(items[0]) is kind, (size, after, name)
+                data = items[0].encode() if type(items[0]) is str else bytes(items[0])
+                assert data == b"x" * size
 
 
 def test_a_whole_body_in_one_call() -> None:
