@@ -169,7 +169,7 @@ class BlockReader:
             and lines.startswith(b"data: ")
             and not self.open
             and size <= self.limit
-            and self._plain(lines, out, data_only, b"\r\n")
+            and self._plain(lines, out, data_only, crlf=True)
         ):
             return None
         if 13 not in lines:
@@ -234,15 +234,21 @@ class BlockReader:
             return None
         return self.start if self.open else batch.offset(read, part, too_large)
 
-    def _plain(self, lf: bytearray, out: list[Any], data_only: bool, newline: bytes = b"\n") -> bool:
+    def _plain(self, lf: bytearray, out: list[Any], data_only: bool, crlf: bool = False) -> bool:
         """The usual batch: one-line ``data: `` events only, each followed by
-        a blank line, every line ending in ``newline`` (LF, or CRLF).  Cut
-        where a blank line is followed by ``data: ``, every piece is one
-        event's data exactly when no piece holds another CR or LF.  Returns
-        False, having read nothing, for any other batch."""
-        pieces = lf[6 : -2 * len(newline)].split(newline + newline + b"data: ")
-        joined = b"".join(pieces)
-        if 10 in joined or 13 in joined or (data_only and len(lf) >= HUGE and _has_huge(pieces)):
+        a blank line, every line ending in LF (in CRLF with ``crlf``; without
+        it, the batch holds no CR).  Cut where a blank line is followed by
+        ``data: ``, every piece is one event's data exactly when no piece
+        holds another line terminator.  Returns False, having read nothing,
+        for any other batch."""
+        if crlf:
+            pieces = lf[6:-4].split(b"\r\n\r\ndata: ")
+            joined = b"".join(pieces)
+            cut = 10 in joined or 13 in joined
+        else:
+            pieces = lf[6:-2].split(b"\n\ndata: ")
+            cut = 10 in b"".join(pieces)
+        if cut or (data_only and len(lf) >= HUGE and _has_huge(pieces)):
             return False
         try:  # valid UTF-8, the usual case, is decoded fastest strictly
             texts = list(map(bytearray.decode, pieces))
