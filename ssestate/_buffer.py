@@ -58,7 +58,7 @@ class ReceiveBuffer(bytearray):
         offset: stream offset of the buffer's first byte.
         scanned: bytes at the start known to hold no line terminator.
         held: the buffer starts with a complete ``event:`` line that the
-            last extraction left in it.
+            last extraction left in it (set by every extraction).
         skip_lf: the last extraction ended on a CR at the end of the
             buffer; one LF that starts the next bytes belongs to it.
         started: the byte order mark has been looked for.
@@ -91,7 +91,8 @@ class ReceiveBuffer(bytearray):
 
     def __reduce_ex__(self, protocol: Any) -> tuple[Any, ...]:
         # bytearray's own would call ReceiveBuffer(bytes), which __init__ refuses.
-        return _rebuilt, (bytes(self), (self.offset, self.scanned, self.skip_lf, self.started, self.held))
+        # Not ``held``: every extraction sets it before anyone reads it.
+        return _rebuilt, (bytes(self), self.offset, self.scanned, self.skip_lf, self.started)
 
     def start(self, ended: bool = False) -> None:
         """Drop a byte order mark that starts the stream, once its first three
@@ -148,9 +149,9 @@ class ReceiveBuffer(bytearray):
         return lines
 
 
-def _rebuilt(data: bytes, state: tuple[int, int, bool, bool, bool]) -> ReceiveBuffer:
+def _rebuilt(data: bytes, offset: int, scanned: int, skip_lf: bool, started: bool) -> ReceiveBuffer:
     """A pickled ``ReceiveBuffer``, loaded."""
     buf = ReceiveBuffer()
     buf += data
-    buf.offset, buf.scanned, buf.skip_lf, buf.started, buf.held = state
+    buf.offset, buf.scanned, buf.skip_lf, buf.started = offset, scanned, skip_lf, started
     return buf

@@ -472,9 +472,9 @@ def test_feed_data_hands_out_data_of_32_kib_or_more_as_bytes() -> None:
             for name, chunks in chunkings(event + after):
                 parser = EventStreamParser()
                 items = [item for chunk in chunks for item in parser.feed_data(chunk)]
-                assert type(items[0]) is kind, (size, after, name)
-                data = items[0].encode() if type(items[0]) is str else bytes(items[0])
-                assert data == b"x" * size
+                first = items[0]
+                assert type(first) is kind, (size, after, name)
+                assert (first.encode() if isinstance(first, str) else bytes(first)) == b"x" * size
 
 
 def test_a_whole_body_in_one_call() -> None:
