@@ -139,36 +139,31 @@ class BlockReader:
         offset where an event that outgrew the limit starts, having read
         the lines before it; None when every event fits."""
         size = len(lines)
-        if (
-            lines.find(b"\n") == size - 2  # one line and a blank line,
-            and lines[-1] == 0x0A
-            and lines.startswith(b"data: ")  # a data line,
-            and not self.open  # a block of its own,
-            and size < HUGE
-            and size <= self.limit
-            and 13 not in lines  # that no CR cuts
-        ):
-            # The usual batch of small chunks: one plain event.
-            text = lines[6:-2].decode("utf-8", "replace")
-            self.last_event_id = ident = self.id
-            out.append(text if data_only else _new_event("message", text, ident, None))
-            return None
-        # The usual batch of large chunks: whole blocks of one shape from its
-        # first byte to its last, tried before anything else is set up.  When
-        # it is not one, the general path below does not try the same cut
-        # again.
-        whole = not self.open and size < HUGE and size <= self.limit and lines.endswith(b"\n\n") and 13 not in lines
-        if whole:
-            if lines.startswith(b"data: "):
-                if self._plain(lines, out, data_only):
-                    return None
-            elif lines.startswith(b"event: ") and self._typed(lines, out, data_only):
+        # The usual batches, tried before anything else is set up: they open
+        # no block of their own and fit the limit whole, so they are read
+        # unchecked.  When the cut of a whole batch fails, the general path
+        # below does not try it again.
+        fits = not self.open and size <= self.limit
+        whole = False
+        if fits and size < HUGE and 13 not in lines:
+            if lines.find(b"\n") == size - 2 and lines[-1] == 0x0A and lines.startswith(b"data: "):
+                # Small chunks: one data line and a blank line, one event.
+                text = lines[6:-2].decode("utf-8", "replace")
+                self.last_event_id = ident = self.id
+                out.append(text if data_only else _new_event("message", text, ident, None))
                 return None
+            # Larger chunks: whole blocks of one shape from first byte to last.
+            whole = lines.endswith(b"\n\n")
+            if whole:
+                if lines.startswith(b"data: "):
+                    if self._plain(lines, out, data_only):
+                        return None
+                elif lines.startswith(b"event: ") and self._typed(lines, out, data_only):
+                    return None
         elif (
-            lines.endswith(b"\r\n\r\n")  # CRLF lines (Gemini's): cut without turning them into LF first
+            fits
+            and lines.endswith(b"\r\n\r\n")  # CRLF lines (Gemini's): cut without turning them into LF first
             and lines.startswith(b"data: ")
-            and not self.open
-            and size <= self.limit
             and self._plain(lines, out, data_only, crlf=True)
         ):
             return None

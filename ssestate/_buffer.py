@@ -77,13 +77,8 @@ class ReceiveBuffer(bytearray):
     def __copy__(self) -> ReceiveBuffer:
         twin = ReceiveBuffer()
         twin += self
-        twin.offset, twin.scanned, twin.skip_lf, twin.started, twin.held = (
-            self.offset,
-            self.scanned,
-            self.skip_lf,
-            self.started,
-            self.held,
-        )
+        # Not ``held``: every extraction sets it before anyone reads it.
+        twin.offset, twin.scanned, twin.skip_lf, twin.started = self.offset, self.scanned, self.skip_lf, self.started
         return twin
 
     def __deepcopy__(self, memo: dict[int, object]) -> ReceiveBuffer:
@@ -130,7 +125,9 @@ class ReceiveBuffer(bytearray):
             start = self.rfind(b"\n", 0, end - 1) + 1
             held = (
                 self.startswith(b"event: ", start)
-                and (start < 2 or self[start - 2] == 0x0A)  # the line before is blank: a block opens
+                # A block opens: the line before is blank, or there is none
+                # (the buffer always starts a line; the caller's block is closed).
+                and (start < 2 or self[start - 2] == 0x0A)
                 and end - start <= min(hold, _HOLD_MOST)
                 and self.find(b"\r", start, end) < 0
             )
