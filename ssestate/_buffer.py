@@ -100,12 +100,13 @@ class ReceiveBuffer(bytearray):
             self.offset += 3
             self.scanned = max(0, self.scanned - 3)
 
-    def extract_lines(self, hold: int = 0) -> bytearray | None:
+    def extract_lines(self, hold: int = 0, closed: bool = True) -> bytearray | None:
         """Remove and return every complete line at the start of the buffer,
         terminators included (a ``bytearray`` that ends in CR or LF), or None
-        when no line is complete.  A last line of at most ``hold`` bytes (the
-        caller's block is closed; 0 holds none) that opens a block with
-        ``event: `` stays."""
+        when no line is complete.  A last line of at most ``hold`` bytes (0
+        holds none) that opens a block with ``event: `` stays: one that
+        follows a blank line, or the first line when the caller's block is
+        ``closed``."""
         if self.skip_lf and self:
             self.skip_lf = False
             if self[0] == 0x0A:
@@ -125,9 +126,10 @@ class ReceiveBuffer(bytearray):
             start = self.rfind(b"\n", 0, end - 1) + 1
             held = (
                 self.startswith(b"event: ", start)
-                # A block opens: the line before is blank, or there is none
-                # (the buffer always starts a line; the caller's block is closed).
-                and (start < 2 or self[start - 2] == 0x0A)
+                # A block opens: the line before is blank (the buffer always
+                # starts a line, so a lone LF before it is one), or there is
+                # none and the caller's block is closed.
+                and (start == 1 or (closed if start == 0 else self[start - 2] == 0x0A))
                 and end - start <= min(hold, _HOLD_MOST)
                 and self.find(b"\r", start, end) < 0
             )

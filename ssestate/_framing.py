@@ -302,7 +302,7 @@ class EventStreamParser(Queued[FramingEvent]):
         block = self._block
         # An event line may stay in the buffer when it opens a block that
         # fits the limit (itself, as the unterminated line it was).
-        lines = buf.extract_lines(0 if block.open else self.max_event_size + 1)
+        lines = buf.extract_lines(self.max_event_size + 1, not block.open)
         if lines is not None:
             base = buf.offset - len(lines)
             size = len(lines)

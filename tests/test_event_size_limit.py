@@ -104,3 +104,19 @@ def test_the_limit_does_not_depend_on_chunking(data: st.DataObject, stream: byte
     whole = run([stream] if stream else [], limit)
     assert run(data.draw(chunked(stream)), limit) == whole
     assert run([stream[i : i + 1] for i in range(len(stream))], limit) == whole
+
+
+def test_an_event_line_after_the_blank_line_of_an_open_block_counts_as_its_type() -> None:
+    # Cut after "data: 1\n", the first block is still open when the next
+    # chunk brings its blank line and the event line "bb"; that line opens a
+    # block all the same.  Cut after "data: 22\n", the event line "ccc"
+    # comes first in a chunk but opens nothing: it replaces the open block's
+    # type.  The limit counts each type once, under every cut of the stream
+    # into three chunks, at every limit.
+    stream = b"event: a\ndata: 1\n\nevent: bb\ndata: 22\nevent: ccc\ndata: 3333333\n\n"
+    for limit in range(1, 24):
+        whole = run([stream], limit)
+        for i in range(1, len(stream)):
+            for j in range(i + 1, len(stream)):
+                chunks = [stream[:i], stream[i:j], stream[j:]]
+                assert run(chunks, limit) == whole, (limit, chunks)
