@@ -47,6 +47,8 @@ FramingEvent = Union[ServerSentEvent, Heartbeat, Truncated]
 Item = Union[str, bytearray, ServerSentEvent, Heartbeat, Truncated, RemoteProtocolError, "UnknownLine"]
 
 _OPEN = ParserState.OPEN
+# dispatch_offset's record of a feed_data call that read no batch: no item to name.
+_NO_BATCH: tuple[bytes, int, bool] = (b"", 0, False)
 
 
 class EventStreamParser(Queued[FramingEvent]):
@@ -90,7 +92,7 @@ class EventStreamParser(Queued[FramingEvent]):
         self._room = max_event_size
         # The latest batch read for feed_data: its bytes, their stream offset,
         # and whether a block with data was open before it (see dispatch_offset).
-        self._last: tuple[bytes | bytearray, int, bool] = (b"", 0, False)
+        self._last: tuple[bytes | bytearray, int, bool] = _NO_BATCH
 
     @property
     def last_event_id(self) -> str:
@@ -182,6 +184,7 @@ class EventStreamParser(Queued[FramingEvent]):
         ``dispatch_offset`` says where each item of the latest call came
         from.
         """
+        self._last = _NO_BATCH  # until this call reads a batch
         if self._state is _OPEN and data.__class__ is bytes and data and not self._queue:
             buf = self._buf
             buf += data
@@ -207,7 +210,11 @@ class EventStreamParser(Queued[FramingEvent]):
         line, or a line handed on as an ``UnknownLine``.
 
         For error messages of the layers above: unlike the end of a CRLF
-        line, the start of a line does not depend on the chunking."""
+        line, the start of a line does not depend on the chunking.
+
+        Raises:
+            IndexError: the call dispatched fewer items (a ``Truncated`` at
+                the end and a fault are not dispatched by a line)."""
         raw, base, has_data = self._last
         marks: list[int] = []
         unknown = self._block.unknown_lines

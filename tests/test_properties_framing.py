@@ -103,12 +103,14 @@ class Reference:
 
     ``events`` pairs every event with the stream length after which it must
     be available (the byte that ends its line is in), or None for "at end of
-    stream" (only ``Truncated``).
+    stream" (only ``Truncated``).  ``starts`` holds, for every event but
+    ``Truncated``, the offset where the line that dispatched it starts.
     """
 
     events: list[tuple[FramingEvent, int | None]]
     last_event_id: str
     retry: int | None
+    starts: list[int]
 
 
 def split_lines(seq: Any) -> tuple[list[tuple[Any, int, int]], Any]:
@@ -154,6 +156,7 @@ def reference(stream: bytes) -> Reference:
     retry: int | None = None
     block_retry: int | None = None
     block_start: int | None = None  # byte offset of the block's first field line
+    starts: list[int] = []
     for (line, _, _), (_, b_start, b_end) in zip(text_lines, byte_lines, strict=True):
         ready = skip + b_end + 1
         if line == "":
@@ -164,6 +167,7 @@ def reference(stream: bytes) -> Reference:
                     data_buffer = data_buffer[:-1]
                 event = ServerSentEvent(type_buffer or "message", data_buffer, last_event_id, block_retry)
                 events.append((event, ready))
+                starts.append(skip + b_start)
             data_buffer = ""
             type_buffer = ""
             block_retry = None
@@ -175,6 +179,7 @@ def reference(stream: bytes) -> Reference:
             if comment.startswith(" "):
                 comment = comment[1:]
             events.append((Heartbeat(comment), ready))
+            starts.append(skip + b_start)
         else:
             if block_start is None:
                 block_start = skip + b_start
@@ -205,7 +210,7 @@ def reference(stream: bytes) -> Reference:
         events.append((Truncated("partial-event", len(stream) - block_start), None))
     elif byte_tail:
         events.append((Truncated("partial-event", len(byte_tail)), None))
-    return Reference(events, last_event_id, retry)
+    return Reference(events, last_event_id, retry, starts)
 
 
 def first_oversize(stream: bytes, limit: int) -> tuple[int, int] | None:
@@ -441,6 +446,38 @@ def data_view(chunks: list[bytes], limit: int | None, *, by_data: bool) -> list[
 def test_feed_data_gives_the_data_of_what_feed_gives(stream: bytes, limit: int | None, data: st.DataObject) -> None:
     chunks = data.draw(chunked(stream), label="chunks")
     assert data_view(chunks, limit, by_data=True) == data_view(chunks, limit, by_data=False)
+
+
+@given(stream=sse_bytes(), data=st.data())
+def test_dispatch_offset_names_the_line_that_dispatched_each_item(stream: bytes, data: st.DataObject) -> None:
+    # Each call's items, each with the start of its line; a call that
+    # dispatched nothing has no item to name.
+    parser = EventStreamParser()
+    starts: list[int] = []
+    for chunk in [*data.draw(chunked(stream), label="chunks"), b""]:
+        items = parser.feed_data(chunk)
+        dispatched = [item for item in items if type(item) is not Truncated]
+        starts += [parser.dispatch_offset(k) for k in range(len(dispatched))]
+        with pytest.raises(IndexError):
+            parser.dispatch_offset(len(dispatched))
+    assert starts == reference(stream).starts
+
+
+def test_dispatch_offset_names_no_item_after_a_call_that_dispatched_none() -> None:
+    parser = EventStreamParser()
+    calls = [
+        (b"data: a\n\n", ["a"], [8]),
+        (b"data: b", [], []),  # no line
+        (b"\n", [], []),  # a line, no event
+        (b"\n", ["b"], [17]),
+        (b"event: x\n", [], []),  # the line stays in the buffer
+        (b"", [Truncated("partial-event", 9)], []),
+    ]
+    for chunk, items, starts in calls:
+        assert parser.feed_data(chunk) == items
+        assert [parser.dispatch_offset(k) for k in range(len(starts))] == starts
+        with pytest.raises(IndexError):
+            parser.dispatch_offset(len(starts))
 
 
 # One-line events of 32 KiB or more among plain ones: feed_data's own path.
