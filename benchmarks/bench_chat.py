@@ -65,7 +65,7 @@ ORDER = [*OURS, MOVING, *PEERS, "json floor"]
 # peer at every chunk size but 1 byte, where only feed() must be.
 TARGET_VS_JSON = 0.85
 TARGET_CHUNKS = ("whole", "1460")
-PEER_CHUNKS = ("whole", "64KiB", "1460", "37")
+PEER_CHUNKS = ("whole", "64KiB", "1460", "event", "37")
 TARGET_PEAK_X = 4.0  # peak memory / largest event
 TARGET_IDLE = 1024  # bytes per idle ChatStream
 IDLE_COUNT = 10_000
@@ -85,7 +85,7 @@ class Scale:
 FULL = Scale(
     rounds=11,
     min_sample=0.01,
-    sizes={"whole": 1.0, "64KiB": 1.0, "1460": 1.0, "37": 1.0, "1": 0.1},
+    sizes={"whole": 1.0, "64KiB": 1.0, "1460": 1.0, "event": 1.0, "37": 1.0, "1": 0.1},
     chat_chunks=500,
     tool_items=20,
     n2_chunks=250,
@@ -94,7 +94,7 @@ FULL = Scale(
 QUICK = Scale(
     rounds=2,
     min_sample=0.0,
-    sizes={"whole": 1.0, "64KiB": 1.0, "1460": 1.0, "37": 1.0, "1": 0.2},
+    sizes={"whole": 1.0, "64KiB": 1.0, "1460": 1.0, "event": 1.0, "37": 1.0, "1": 0.2},
     chat_chunks=60,
     tool_items=3,
     n2_chunks=30,

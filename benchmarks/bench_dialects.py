@@ -38,7 +38,7 @@ from .api_fixtures import anthropic_stream, gemini_stream, responses_stream
 from .fixtures import CHUNK_SIZES, Fixture, chunk
 
 TARGET_VS_JSON = 1.0
-LABELS = ("whole", "1460")
+LABELS = ("whole", "1460", "event")
 OURS = ["ChatStream", "ChatStream feed"]
 STREAMS: dict[str, Callable[[int], Fixture]] = {
     "openai-responses": responses_stream,

@@ -40,7 +40,7 @@ ORDER = [*OURS, *PEERS, "json floor"]
 # chunk size but 1 byte, where only feed() must be.
 TARGET_VS_JSON = 1.55
 TARGET_CHUNK = "1460"
-PEER_CHUNKS = ("whole", "64KiB", "1460", "37")
+PEER_CHUNKS = ("whole", "64KiB", "1460", "event", "37")
 
 
 @dataclass(frozen=True)
@@ -59,7 +59,7 @@ class Scale:
 FULL = Scale(
     rounds=11,
     min_sample=0.01,
-    chat_chunks={"whole": 2000, "64KiB": 2000, "1460": 2000, "37": 2000, "1": 200},
+    chat_chunks={"whole": 2000, "64KiB": 2000, "1460": 2000, "event": 2000, "37": 2000, "1": 200},
     big_events={"whole": 32, "64KiB": 32, "1460": 32, "37": 8, "1": 1},
     line_sizes=(1 << 20, 4 << 20),
     payload_sizes=(256 << 10, 1 << 20),
@@ -68,7 +68,7 @@ FULL = Scale(
 QUICK = Scale(
     rounds=2,
     min_sample=0.0,
-    chat_chunks={"whole": 200, "64KiB": 200, "1460": 200, "37": 200, "1": 20},
+    chat_chunks={"whole": 200, "64KiB": 200, "1460": 200, "event": 200, "37": 200, "1": 20},
     big_events={"whole": 2, "64KiB": 2, "1460": 2, "37": 1},
     line_sizes=(64 << 10, 256 << 10),
     payload_sizes=(16 << 10, 64 << 10),

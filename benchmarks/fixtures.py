@@ -27,6 +27,7 @@ from dataclasses import dataclass
 __all__ = [
     "CHUNK_SIZES",
     "DONE",
+    "EVENT",
     "MODEL",
     "SEED",
     "Fixture",
@@ -45,8 +46,11 @@ MODEL = "gpt-4o-mini-2024-07-18"
 DONE = "[DONE]"
 CREATED = 1721300000
 
-# Label -> chunk size in bytes (None: the whole body in one piece).
-CHUNK_SIZES: dict[str, int | None] = {"whole": None, "64KiB": 65536, "1460": 1460, "37": 37, "1": 1}
+# One piece per event, as a server writes each event when it is ready: what
+# a client reads while the model is slower than the network.
+EVENT = -1
+# Label -> chunk size in bytes (None: the whole body in one piece; EVENT).
+CHUNK_SIZES: dict[str, int | None] = {"whole": None, "64KiB": 65536, "1460": 1460, "event": EVENT, "37": 37, "1": 1}
 
 # Token-sized pieces of text, in the proportions a multilingual chat answer
 # has: mostly English words with their leading space, runs of CJK, some emoji
@@ -356,10 +360,16 @@ def huge_line(size: int = 4 << 20, seed: int = SEED, *, terminated: bool = False
 def chunk(body: bytes, size: int | None) -> list[bytes]:
     """Cut ``body`` into pieces of ``size`` bytes (the last may be shorter).
 
-    ``size=None`` gives the whole body as one piece.
+    ``size=None`` gives the whole body as one piece, ``EVENT`` one piece per
+    event: each ends with the blank line that ends its event (CRLF blank
+    lines in a body that has them, else LF).
     """
     if size is None:
         return [body]
+    if size == EVENT:
+        blank = b"\r\n\r\n" if b"\r\n\r\n" in body else b"\n\n"
+        pieces = body.split(blank)
+        return [piece + blank for piece in pieces[:-1]] + ([pieces[-1]] if pieces[-1] else [])
     if size < 1:
         raise ValueError(f"chunk size must be positive, got {size}")
     return [body[i : i + size] for i in range(0, len(body), size)]

@@ -287,7 +287,7 @@ def test_big_payload_is_one_exact_event() -> None:
 
 
 def test_chunk_sizes_are_the_documented_ones() -> None:
-    assert fx.CHUNK_SIZES == {"whole": None, "64KiB": 65536, "1460": 1460, "37": 37, "1": 1}
+    assert fx.CHUNK_SIZES == {"whole": None, "64KiB": 65536, "1460": 1460, "event": fx.EVENT, "37": 37, "1": 1}
 
 
 @pytest.mark.parametrize("label", list(fx.CHUNK_SIZES))
@@ -298,6 +298,9 @@ def test_chunk_cuts_the_chat_stream(label: str) -> None:
     assert b"".join(pieces) == body
     if size is None:
         assert pieces == [body]
+    elif size == fx.EVENT:
+        assert len(pieces) == body.count(b"\n\n") == 400 + 4  # role, content, finish, usage, [DONE]
+        assert all(p.endswith(b"\n\n") and p.count(b"\n") == 2 for p in pieces)
     else:
         assert len(pieces) == -(-len(body) // size)
         assert all(len(p) == size for p in pieces[:-1]) and 1 <= len(pieces[-1]) <= size
@@ -309,6 +312,12 @@ def test_chunk_is_a_partition(body: bytes, size: int) -> None:
     assert b"".join(pieces) == body
     assert all(1 <= len(p) <= size for p in pieces)
     assert all(len(p) == size for p in pieces[:-1])
+
+
+def test_chunk_by_event_ends_each_piece_with_its_blank_line() -> None:
+    crlf = b"event: a\r\ndata: 1\r\n\r\ndata: 2\r\n\r\n"
+    assert fx.chunk(crlf, fx.EVENT) == [b"event: a\r\ndata: 1\r\n\r\n", b"data: 2\r\n\r\n"]
+    assert fx.chunk(b"data: 1\n\ndata: 2", fx.EVENT) == [b"data: 1\n\n", b"data: 2"]
 
 
 def test_chunk_refuses_a_size_below_one() -> None:
