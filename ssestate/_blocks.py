@@ -15,8 +15,9 @@ buffer.
   (Gemini's) is cut as it is, without that copy.
 * **The usual batches** are whole blocks of one shape, read by C-level cuts
   instead of a loop over lines.  Small chunks mostly complete one event at
-  a time: a batch of one ``data: `` line and a blank line is read first, on
-  its own.  Larger ones hold several: one-line ``data: `` events (``_plain``:
+  a time: a batch of one ``data: `` line (after one ``event: `` line, in a
+  stream that names its events) and a blank line is read on its own.
+  Larger ones hold several: one-line ``data: `` events (``_plain``:
   cut where a blank line is followed by ``data: ``, every piece is one
   event's data exactly when no piece holds another LF), or ``event: `` and
   ``data: `` lines (``_typed``, the Responses API and Anthropic).  Each
@@ -146,20 +147,34 @@ class BlockReader:
         fits = not self.open and size <= self.limit
         whole = False
         if fits and size < HUGE and 13 not in lines:
-            if lines.find(b"\n") == size - 2 and lines[-1] == 0x0A and lines.startswith(b"data: "):
-                # Small chunks: one data line and a blank line, one event.
-                text = lines[6:-2].decode("utf-8", "replace")
-                self.last_event_id = ident = self.id
-                out.append(text if data_only else _new_event("message", text, ident, None))
-                return None
-            # Larger chunks: whole blocks of one shape from first byte to last.
+            # Whole blocks of one shape from first byte to last.
             whole = lines.endswith(b"\n\n")
             if whole:
+                first = lines.find(b"\n")
                 if lines.startswith(b"data: "):
+                    if first == size - 2:
+                        # Small chunks: one data line and a blank line, one event.
+                        text = lines[6:-2].decode("utf-8", "replace")
+                        self.last_event_id = ident = self.id
+                        out.append(text if data_only else _new_event("message", text, ident, None))
+                        return None
                     if self._plain(lines, out, data_only):
                         return None
-                elif lines.startswith(b"event: ") and self._typed(lines, out, data_only):
-                    return None
+                elif lines.startswith(b"event: "):
+                    if lines.find(b"\n", first + 1) == size - 2 and lines.startswith(b"data: ", first + 1):
+                        # The same in a stream that names its events: the
+                        # event line (held in the buffer until its data line
+                        # came), the data line and a blank line.
+                        name = lines[7:first]
+                        text = lines[first + 7 : -2].decode("utf-8", "replace")
+                        self.last_event_id = ident = self.id
+                        if data_only and name != b"error":
+                            out.append(text)
+                        else:
+                            out.append(_new_event(name.decode("utf-8", "replace") or "message", text, ident, None))
+                        return None
+                    if self._typed(lines, out, data_only):
+                        return None
         elif (
             fits
             and lines.endswith(b"\r\n\r\n")  # CRLF lines (Gemini's): cut without turning them into LF first

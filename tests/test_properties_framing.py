@@ -500,6 +500,22 @@ def test_feed_data_gives_the_data_of_large_events(stream: bytes, limit: int | No
     assert data_view(chunks, limit, by_data=True) == data_view(chunks, limit, by_data=False)
 
 
+def test_feed_data_hands_out_error_events_whole_however_the_blocks_come() -> None:
+    # An event line, its data line and the blank line, alone in a chunk or
+    # among others: "error" comes as the event, every other type as its data.
+    blocks = [b"event: a\ndata: 1\n\n", b"event: error\ndata: 2\n\n", b"event: \ndata: 3\n\n", b"data: 4\n\n"]
+    expected = ["1", ServerSentEvent("error", "2", "", None), "3", "4"]
+    cuts = {
+        "whole": [b"".join(blocks)],
+        "per event": blocks,
+        "line by line": [line + b"\n" for line in b"".join(blocks).split(b"\n")[:-1]],
+    }
+    for name, chunks in cuts.items():
+        parser = EventStreamParser()
+        assert [item for chunk in chunks for item in parser.feed_data(chunk)] == expected, name
+        assert [parser.feed_data(b"")] == [[]], name
+
+
 def test_feed_data_hands_out_data_of_32_kib_or_more_as_bytes() -> None:
     # Data of 32 KiB or more comes undecoded, shorter data as text, however
     # the batch around it is cut (alone, or with the line after it).
