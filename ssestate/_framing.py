@@ -123,8 +123,14 @@ class EventStreamParser(Queued[FramingEvent]):
         """
         if self._state is _OPEN and data.__class__ is bytes and data:
             buf = self._buf
-            buf += data
-            if 10 in data or 13 in data or len(buf) > self._room:
+            if not (10 in data or 13 in data):
+                buf += data
+                if len(buf) > self._room:
+                    self._push(self._read(False))
+            elif not buf and (lines := buf.take(data)) is not None:
+                self._push(self._read(False, lines))  # whole lines into an empty buffer
+            else:
+                buf += data
                 self._push(self._read(False))
             return
         self._receive(data, False)
@@ -159,13 +165,19 @@ class EventStreamParser(Queued[FramingEvent]):
         """
         if self._state is _OPEN and data.__class__ is bytes and data and not self._queue:
             buf = self._buf
-            buf += data
-            if 10 in data or 13 in data or len(buf) > self._room:
+            if not (10 in data or 13 in data):
+                buf += data
+                if len(buf) <= self._room:
+                    return []
                 events: list[Any] = self._read(False)
-                if events or self._fault is None:
-                    return events
-                return self._drain()  # a fault with nothing before it: raised now
-            return []
+            elif not buf and (lines := buf.take(data)) is not None:
+                events = self._read(False, lines)  # whole lines into an empty buffer
+            else:
+                buf += data
+                events = self._read(False)
+            if events or self._fault is None:
+                return events
+            return self._drain()  # a fault with nothing before it: raised now
         self._receive(data, False)
         return self._drain()
 
@@ -187,14 +199,20 @@ class EventStreamParser(Queued[FramingEvent]):
         self._last = _NO_BATCH  # until this call reads a batch
         if self._state is _OPEN and data.__class__ is bytes and data and not self._queue:
             buf = self._buf
-            buf += data
-            if 10 in data or 13 in data or len(buf) > self._room:
+            if not (10 in data or 13 in data):
+                buf += data
+                if len(buf) <= self._room:
+                    return []
                 items: list[Any] = self._read(True)
-                if self._fault is not None:
-                    items.append(self._fault)
-                    self._move(Input.DRAINED)
-                return items
-            return []
+            elif not buf and (lines := buf.take(data)) is not None:
+                items = self._read(True, lines)  # whole lines into an empty buffer
+            else:
+                buf += data
+                items = self._read(True)
+            if self._fault is not None:
+                items.append(self._fault)
+                self._move(Input.DRAINED)
+            return items
         self._receive(data, True)
         queued: list[Any] = self._take()
         if self._state is ParserState.FAILED:
@@ -300,16 +318,18 @@ class EventStreamParser(Queued[FramingEvent]):
                 f"receive_data() got {size} bytes after end of stream (stream ended at byte {end})", end
             ) from None
 
-    def _read(self, data_only: bool) -> list[Any]:
-        """Read every complete line in the buffer, then check the
-        unterminated line against the limit; returns what was dispatched.
-        A fault is kept in ``_fault``, the state FAILED."""
+    def _read(self, data_only: bool, lines: bytearray | None = None) -> list[Any]:
+        """Read every complete line in the buffer (``lines``, when the buffer
+        gave the chunk as it came: see ``ReceiveBuffer.take``), then check
+        the unterminated line against the limit; returns what was
+        dispatched.  A fault is kept in ``_fault``, the state FAILED."""
         out: list[Any] = []
         buf = self._buf
         block = self._block
-        # An event line may stay in the buffer when it opens a block that
-        # fits the limit (itself, as the unterminated line it was).
-        lines = buf.extract_lines(self.max_event_size + 1, not block.open)
+        if lines is None:
+            # An event line may stay in the buffer when it opens a block that
+            # fits the limit (itself, as the unterminated line it was).
+            lines = buf.extract_lines(self.max_event_size + 1, not block.open)
         if lines is not None:
             base = buf.offset - len(lines)
             size = len(lines)
