@@ -359,6 +359,7 @@ class EventStreamParser(Queued[FramingEvent]):
         end = buf.offset + len(buf)
         pending = end - self._block.start if self._block.open else len(buf)
         buf.clear()
+        buf.offset = end  # where the stream ended, for a misuse after it
         self._block.data = []
         return [Truncated("partial-event", pending)] if pending else []
 

@@ -463,6 +463,18 @@ def test_dispatch_offset_names_the_line_that_dispatched_each_item(stream: bytes,
     assert starts == reference(stream).starts
 
 
+@given(stream=sse_bytes(), data=st.data())
+def test_bytes_after_the_end_name_where_the_stream_ended(stream: bytes, data: st.DataObject) -> None:
+    # However much of the stream was still unread in the buffer at the end.
+    for feed in ("feed", "feed_data", "receive_data"):
+        parser = EventStreamParser()
+        for chunk in [*data.draw(chunked(stream), label="chunks"), b""]:
+            getattr(parser, feed)(chunk)
+        with pytest.raises(LocalProtocolError, match=f"stream ended at byte {len(stream)}\\)") as caught:
+            getattr(parser, feed)(b"x")
+        assert caught.value.offset == len(stream)
+
+
 def test_dispatch_offset_names_no_item_after_a_call_that_dispatched_none() -> None:
     parser = EventStreamParser()
     calls = [
