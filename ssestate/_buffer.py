@@ -115,6 +115,7 @@ class ReceiveBuffer(bytearray):
         if self or not self.started or self.skip_lf or not data.endswith(_BLANK_ENDS):
             return None
         self.offset += len(data)
+        self.held = False  # as extract_lines would say: nothing stays
         return bytearray(data)
 
     def extract_lines(self, hold: int = 0, closed: bool = True) -> bytearray | None:

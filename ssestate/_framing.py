@@ -48,7 +48,7 @@ Item = Union[str, bytearray, ServerSentEvent, Heartbeat, Truncated, RemoteProtoc
 
 _OPEN = ParserState.OPEN
 # dispatch_offset's record of a feed_data call that read no batch: no item to name.
-_NO_BATCH: tuple[bytes, int, bool] = (b"", 0, False)
+_NO_BATCH: tuple[bytes, int, bool, int | None] = (b"", 0, False, None)
 
 
 class EventStreamParser(Queued[FramingEvent]):
@@ -91,8 +91,9 @@ class EventStreamParser(Queued[FramingEvent]):
         # How long the unterminated line may grow before the limit breaks.
         self._room = max_event_size
         # The latest batch read for feed_data: its bytes, their stream offset,
-        # and whether a block with data was open before it (see dispatch_offset).
-        self._last: tuple[bytes | bytearray, int, bool] = _NO_BATCH
+        # whether a block with data was open before it, and how many items it
+        # dispatched before a fault (None: no fault) (see dispatch_offset).
+        self._last: tuple[bytes | bytearray, int, bool, int | None] = _NO_BATCH
 
     @property
     def last_event_id(self) -> str:
@@ -233,7 +234,7 @@ class EventStreamParser(Queued[FramingEvent]):
         Raises:
             IndexError: the call dispatched fewer items (a ``Truncated`` at
                 the end and a fault are not dispatched by a line)."""
-        raw, base, has_data = self._last
+        raw, base, has_data, dispatched = self._last
         marks: list[int] = []
         unknown = self._block.unknown_lines
         for start, line in lines_with_offsets(raw, base):
@@ -245,7 +246,8 @@ class EventStreamParser(Queued[FramingEvent]):
                 has_data = False
             elif line[0] == 0x3A or (unknown and is_unknown_field(line)):
                 marks.append(start)
-        return marks[k]
+        # The lines after a fault were not read: they dispatched nothing.
+        return marks[:dispatched][k]
 
     # -- copies ---------------------------------------------------------------------
 
@@ -334,13 +336,15 @@ class EventStreamParser(Queued[FramingEvent]):
             base = buf.offset - len(lines)
             size = len(lines)
             if data_only:
-                self._last = (lines, base, bool(block.data))
+                self._last = (lines, base, bool(block.data), None)
             too_large = block.read(lines, base, out, data_only)
             if len(lines) < size:
                 # A lone huge event, handed out as the batch trimmed in place:
                 # dispatch_offset reads a stand-in of its blank line instead.
-                self._last = (b"\n", buf.offset - 1, True)
+                self._last = (b"\n", buf.offset - 1, True, None)
             if too_large is not None:
+                if data_only:
+                    self._last = (*self._last[:3], len(out))
                 self._too_large(too_large)
                 return out
         # A held event line counts as the block it opens would: its type.

@@ -448,18 +448,26 @@ def test_feed_data_gives_the_data_of_what_feed_gives(stream: bytes, limit: int |
     assert data_view(chunks, limit, by_data=True) == data_view(chunks, limit, by_data=False)
 
 
-@given(stream=sse_bytes(), data=st.data())
-def test_dispatch_offset_names_the_line_that_dispatched_each_item(stream: bytes, data: st.DataObject) -> None:
+@given(stream=sse_bytes(), limit=st.one_of(st.none(), st.integers(1, 64)), data=st.data())
+def test_dispatch_offset_names_the_line_that_dispatched_each_item(
+    stream: bytes, limit: int | None, data: st.DataObject
+) -> None:
     # Each call's items, each with the start of its line; a call that
-    # dispatched nothing has no item to name.
-    parser = EventStreamParser()
+    # dispatched nothing has no item to name, nor has the fault an event
+    # that outgrew the limit ends the stream with (the lines after it are
+    # not read).  The events before a fault are the first ones of the
+    # stream read without a limit.
+    parser = EventStreamParser() if limit is None else EventStreamParser(max_event_size=limit)
     starts: list[int] = []
     for chunk in [*data.draw(chunked(stream), label="chunks"), b""]:
         items = parser.feed_data(chunk)
-        dispatched = [item for item in items if type(item) is not Truncated]
+        dispatched = [item for item in items if type(item) not in (Truncated, RemoteProtocolError)]
         starts += [parser.dispatch_offset(k) for k in range(len(dispatched))]
         with pytest.raises(IndexError):
             parser.dispatch_offset(len(dispatched))
+        if len(dispatched) < len(items) and type(items[-1]) is RemoteProtocolError:
+            assert starts == reference(stream).starts[: len(starts)]
+            return
     assert starts == reference(stream).starts
 
 
@@ -473,6 +481,17 @@ def test_bytes_after_the_end_name_where_the_stream_ended(stream: bytes, data: st
         with pytest.raises(LocalProtocolError, match=f"stream ended at byte {len(stream)}\\)") as caught:
             getattr(parser, feed)(b"x")
         assert caught.value.offset == len(stream)
+
+
+def test_dispatch_offset_names_no_line_after_a_fault() -> None:
+    # The third line outgrows the limit: the blank lines after it end no
+    # event, since they are never read.
+    parser = EventStreamParser(max_event_size=10)
+    items = parser.feed_data(b"data: a\n\n: c\ndata: 123456789\n\ndata: b\n\n")
+    assert items[:2] == ["a", Heartbeat("c")] and type(items[2]) is RemoteProtocolError
+    assert [parser.dispatch_offset(0), parser.dispatch_offset(1)] == [8, 9]
+    with pytest.raises(IndexError):
+        parser.dispatch_offset(2)
 
 
 def test_dispatch_offset_names_no_item_after_a_call_that_dispatched_none() -> None:
