@@ -29,9 +29,9 @@ unterminated line, at most about one chunk long.
   whole blocks, the event line with its data line, however the chunks cut
   them.  The parser counts the line's prefix and LF (``HELD_EXTRA``) out of
   the event size limit.
-* A chunk that arrives while the buffer is empty and ends with a blank
-  line (one event per chunk, the usual shape of a live stream) is taken
-  as the batch at once (``take``), never appended.
+* A chunk handed to ``extract_lines`` while the buffer is empty, that ends
+  with a blank line (one event per chunk, the usual shape of a live
+  stream), is the batch itself: it is never appended.
 * One U+FEFF (byte order mark, ``EF BB BF``) at the very start of the
   stream is dropped, no other.  Until three bytes are known (or the stream
   ended) the buffer cannot tell a BOM from a line that starts with the same
@@ -50,7 +50,7 @@ __all__ = ["HELD_EXTRA", "ReceiveBuffer"]
 BOM = b"\xef\xbb\xbf"
 # What a held line holds beyond the event type: "event: " and its LF.
 HELD_EXTRA = 8
-# How a chunk that ``take`` reads at once ends: LF or CRLF lines, the last blank.
+# How a chunk that is a batch as it came ends: LF or CRLF lines, the last blank.
 _BLANK_ENDS = (b"\n\n", b"\r\n\r\n")
 # A longer line is not held: the next extraction would scan it again.
 _HOLD_MOST = 1024
@@ -105,26 +105,21 @@ class ReceiveBuffer(bytearray):
             self.offset += 3
             self.scanned = max(0, self.scanned - 3)
 
-    def take(self, data: bytes) -> bytearray | None:
-        """``data`` as a batch of complete lines, without appending it, when
-        the buffer is empty and ``data`` ends with a blank line (LF or CRLF
-        lines): then ``extract_lines`` would return all of it, and hold
-        nothing (a chunk that ends with an event line is left to it, which
-        may hold that line).  None, having done nothing, for any other
-        chunk."""
-        if self or not self.started or self.skip_lf or not data.endswith(_BLANK_ENDS):
-            return None
-        self.offset += len(data)
-        self.held = False  # as extract_lines would say: nothing stays
-        return bytearray(data)
-
-    def extract_lines(self, hold: int = 0, closed: bool = True) -> bytearray | None:
-        """Remove and return every complete line at the start of the buffer,
-        terminators included (a ``bytearray`` that ends in CR or LF), or None
-        when no line is complete.  A last line of at most ``hold`` bytes (0
-        holds none) that opens a block with ``event: `` stays: one that
-        follows a blank line, or the first line when the caller's block is
-        ``closed``."""
+    def extract_lines(self, hold: int = 0, closed: bool = True, data: bytes = b"") -> bytearray | None:
+        """Append ``data``, then remove and return every complete line at the
+        start of the buffer, terminators included (a ``bytearray`` that ends
+        in CR or LF), or None when no line is complete.  A last line of at
+        most ``hold`` bytes (0 holds none) that opens a block with
+        ``event: `` stays: one that follows a blank line, or the first line
+        when the caller's block is ``closed``."""
+        if data:
+            if not self and self.started and not self.skip_lf and data.endswith(_BLANK_ENDS):
+                # Whole lines into an empty buffer, the last one blank: all of
+                # them come out and none stays, so the chunk is never appended.
+                self.offset += len(data)
+                self.held = False
+                return bytearray(data)
+            self += data
         if self.skip_lf and self:
             self.skip_lf = False
             if self[0] == 0x0A:

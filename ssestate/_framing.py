@@ -123,16 +123,13 @@ class EventStreamParser(Queued[FramingEvent]):
                 call after the parser raised ``RemoteProtocolError``.
         """
         if self._state is _OPEN and data.__class__ is bytes and data:
-            buf = self._buf
-            if not (10 in data or 13 in data):
+            if 10 in data or 13 in data:
+                self._push(self._read(False, data))
+            else:
+                buf = self._buf
                 buf += data
                 if len(buf) > self._room:
                     self._push(self._read(False))
-            elif not buf and (lines := buf.take(data)) is not None:
-                self._push(self._read(False, lines))  # whole lines into an empty buffer
-            else:
-                buf += data
-                self._push(self._read(False))
             return
         self._receive(data, False)
 
@@ -165,16 +162,13 @@ class EventStreamParser(Queued[FramingEvent]):
             RemoteProtocolError, LocalProtocolError: as ``next_event``.
         """
         if self._state is _OPEN and data.__class__ is bytes and data and not self._queue:
-            buf = self._buf
-            if not (10 in data or 13 in data):
+            if 10 in data or 13 in data:
+                events: list[Any] = self._read(False, data)
+            else:
+                buf = self._buf
                 buf += data
                 if len(buf) <= self._room:
                     return []
-                events: list[Any] = self._read(False)
-            elif not buf and (lines := buf.take(data)) is not None:
-                events = self._read(False, lines)  # whole lines into an empty buffer
-            else:
-                buf += data
                 events = self._read(False)
             if events or self._fault is None:
                 return events
@@ -199,16 +193,13 @@ class EventStreamParser(Queued[FramingEvent]):
         """
         self._last = _NO_BATCH  # until this call reads a batch
         if self._state is _OPEN and data.__class__ is bytes and data and not self._queue:
-            buf = self._buf
-            if not (10 in data or 13 in data):
+            if 10 in data or 13 in data:
+                items: list[Any] = self._read(True, data)
+            else:
+                buf = self._buf
                 buf += data
                 if len(buf) <= self._room:
                     return []
-                items: list[Any] = self._read(True)
-            elif not buf and (lines := buf.take(data)) is not None:
-                items = self._read(True, lines)  # whole lines into an empty buffer
-            else:
-                buf += data
                 items = self._read(True)
             if self._fault is not None:
                 items.append(self._fault)
@@ -320,18 +311,16 @@ class EventStreamParser(Queued[FramingEvent]):
                 f"receive_data() got {size} bytes after end of stream (stream ended at byte {end})", end
             ) from None
 
-    def _read(self, data_only: bool, lines: bytearray | None = None) -> list[Any]:
-        """Read every complete line in the buffer (``lines``, when the buffer
-        gave the chunk as it came: see ``ReceiveBuffer.take``), then check
-        the unterminated line against the limit; returns what was
+    def _read(self, data_only: bool, data: bytes = b"") -> list[Any]:
+        """Append ``data`` and read every complete line in the buffer, then
+        check the unterminated line against the limit; returns what was
         dispatched.  A fault is kept in ``_fault``, the state FAILED."""
         out: list[Any] = []
         buf = self._buf
         block = self._block
-        if lines is None:
-            # An event line may stay in the buffer when it opens a block that
-            # fits the limit (itself, as the unterminated line it was).
-            lines = buf.extract_lines(self.max_event_size + 1, not block.open)
+        # An event line may stay in the buffer when it opens a block that
+        # fits the limit (itself, as the unterminated line it was).
+        lines = buf.extract_lines(self.max_event_size + 1, not block.open, data)
         if lines is not None:
             base = buf.offset - len(lines)
             size = len(lines)
